@@ -1,0 +1,503 @@
+//! Ingest: find the documents under a root and turn each markdown file into front matter
+//! plus a list of sections (heading breadcrumb, anchor, text blocks with line ranges).
+//!
+//! Files that cannot be read or are not UTF-8 are skipped with a warning; the build goes on.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use docloupe::analyze::Language;
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// Markdown files larger than this are skipped: they are generated dumps, not documentation.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A markdown file found under the root.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub abs: PathBuf,
+    /// Relative to the root, forward slashes.
+    pub rel: String,
+}
+
+/// Lists the markdown files under `root`, skipping hidden and git-ignored paths, sorted by
+/// relative path.
+pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
+    let mut files = Vec::new();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .ignore(true)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != "node_modules")
+        .build();
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                warnings.push(format!("skipped an unreadable path: {e}"));
+                continue;
+            }
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        let is_md = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"));
+        if !is_md {
+            continue;
+        }
+        let Ok(rel) = path.strip_prefix(root) else {
+            continue;
+        };
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        files.push(SourceFile {
+            abs: path.to_path_buf(),
+            rel,
+        });
+    }
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    files
+}
+
+/// Front matter fields docloupe understands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FrontMatter {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// Normalized to `YYYY-MM-DD`.
+    pub date: Option<String>,
+    pub tags: Vec<String>,
+    /// The page's kind ("tutorial", "reference", ...), from `type`.
+    pub kind: Option<String>,
+    pub lang: Option<Language>,
+}
+
+/// A run of text from one top-level markdown block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    pub text: String,
+    /// 1-based, inclusive.
+    pub line_start: u32,
+    pub line_end: u32,
+}
+
+/// The text under one heading (or before the first heading).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    /// Headings from the top of the page down to this one (not including the page title
+    /// unless a heading differs from it).
+    pub headings: Vec<String>,
+    pub anchor: String,
+    /// Line of the heading itself (None for the text before the first heading).
+    pub heading_line: Option<u32>,
+    pub blocks: Vec<Block>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ParsedDoc {
+    pub front: FrontMatter,
+    pub title: String,
+    pub sections: Vec<Section>,
+}
+
+/// Parses one markdown file's text. `file_stem` is the title of last resort.
+pub fn parse_markdown(
+    source: &str,
+    file_stem: &str,
+    warnings: &mut Vec<String>,
+    rel: &str,
+) -> ParsedDoc {
+    let (front, body_offset) = split_front_matter(source, warnings, rel);
+    let body = &source[body_offset..];
+    let lines = LineIndex::new(source);
+
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    options.insert(Options::ENABLE_HEADING_ATTRIBUTES);
+    options.insert(Options::ENABLE_STRIKETHROUGH);
+    options.insert(Options::ENABLE_TASKLISTS);
+    options.insert(Options::ENABLE_FOOTNOTES);
+
+    // First pass: sections with raw heading levels.
+    struct RawSection {
+        level: u8,
+        heading: Option<String>,
+        explicit_id: Option<String>,
+        heading_line: Option<u32>,
+        blocks: Vec<Block>,
+    }
+    let mut raw = vec![RawSection {
+        level: 0,
+        heading: None,
+        explicit_id: None,
+        heading_line: None,
+        blocks: Vec::new(),
+    }];
+    let mut depth = 0usize;
+    let mut in_heading: Option<(u8, Option<String>, u32)> = None;
+    let mut buf = String::new();
+    let mut block_range = 0..0;
+
+    for (event, range) in Parser::new_ext(body, options).into_offset_iter() {
+        let range = range.start + body_offset..range.end + body_offset;
+        match event {
+            Event::Start(Tag::Heading { level, id, .. }) if depth == 0 => {
+                in_heading = Some((
+                    level_num(level),
+                    id.map(|s| s.to_string()),
+                    lines.line_of(range.start),
+                ));
+                buf.clear();
+                depth += 1;
+            }
+            Event::End(TagEnd::Heading(_)) if depth == 1 && in_heading.is_some() => {
+                let (level, explicit_id, line) = in_heading.take().expect("checked");
+                raw.push(RawSection {
+                    level,
+                    heading: Some(collapse(&buf)),
+                    explicit_id,
+                    heading_line: Some(line),
+                    blocks: Vec::new(),
+                });
+                buf.clear();
+                depth = 0;
+            }
+            Event::Start(_) => {
+                if depth == 0 {
+                    block_range = range;
+                    buf.clear();
+                }
+                depth += 1;
+            }
+            Event::End(end) => {
+                depth = depth.saturating_sub(1);
+                match end {
+                    TagEnd::Paragraph
+                    | TagEnd::Item
+                    | TagEnd::TableRow
+                    | TagEnd::TableHead
+                    | TagEnd::CodeBlock
+                        if !buf.ends_with('\n') =>
+                    {
+                        buf.push('\n')
+                    }
+                    TagEnd::TableCell => buf.push_str(" | "),
+                    _ => {}
+                }
+                if depth == 0 && in_heading.is_none() {
+                    let text = buf.trim().to_owned();
+                    if !text.is_empty() && block_range.end > block_range.start {
+                        let block = Block {
+                            text,
+                            line_start: lines.line_of(block_range.start),
+                            line_end: lines
+                                .line_of(block_range.end.saturating_sub(1).max(block_range.start)),
+                        };
+                        raw.last_mut().expect("never empty").blocks.push(block);
+                    }
+                    buf.clear();
+                }
+            }
+            Event::Text(t) | Event::Code(t) => buf.push_str(&t),
+            Event::SoftBreak => buf.push(' '),
+            Event::HardBreak => buf.push('\n'),
+            // Raw HTML is markup, not prose; text inside HTML blocks is dropped with it.
+            Event::Html(_) | Event::InlineHtml(_) => {}
+            Event::Rule if depth == 0 => {}
+            _ => {}
+        }
+    }
+
+    let title = front
+        .title
+        .clone()
+        .or_else(|| {
+            raw.iter()
+                .find(|s| s.level == 1)
+                .or_else(|| raw.iter().find(|s| s.heading.is_some()))
+                .and_then(|s| s.heading.clone())
+        })
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| file_stem.to_owned());
+
+    // Second pass: breadcrumbs and anchors.
+    let mut slugs = Slugger::default();
+    let mut stack: Vec<(u8, String)> = Vec::new();
+    let mut sections = Vec::new();
+    let mut title_seen = false;
+    for s in raw {
+        let anchor = match (&s.explicit_id, &s.heading) {
+            (Some(id), _) => slugs.reserve(id),
+            (None, Some(h)) => slugs.slug(h),
+            (None, None) => String::new(),
+        };
+        if let Some(h) = &s.heading {
+            while stack.last().is_some_and(|(l, _)| *l >= s.level) {
+                stack.pop();
+            }
+            // The page's own H1 repeats the title: keep it out of the breadcrumb once.
+            let repeats_title = !title_seen && s.level == 1 && *h == title;
+            title_seen |= repeats_title;
+            if !repeats_title {
+                stack.push((s.level, h.clone()));
+            }
+        }
+        if s.blocks.is_empty() {
+            continue;
+        }
+        sections.push(Section {
+            headings: stack.iter().map(|(_, h)| h.clone()).collect(),
+            anchor,
+            heading_line: s.heading_line,
+            blocks: s.blocks,
+        });
+    }
+    ParsedDoc {
+        front,
+        title,
+        sections,
+    }
+}
+
+fn level_num(level: HeadingLevel) -> u8 {
+    level as u8
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Byte offset → 1-based line number.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(s: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(s.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    fn line_of(&self, offset: usize) -> u32 {
+        (self.starts.partition_point(|&s| s <= offset)).max(1) as u32
+    }
+}
+
+/// GitHub-style heading slugs: lowercase, letters/digits/`-`/`_` kept, spaces → `-`,
+/// repeats get `-1`, `-2`, ...
+#[derive(Default)]
+pub struct Slugger {
+    seen: HashMap<String, usize>,
+}
+
+impl Slugger {
+    pub fn slug(&mut self, heading: &str) -> String {
+        let base: String = heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect();
+        self.reserve(&base)
+    }
+
+    fn reserve(&mut self, base: &str) -> String {
+        let mut candidate = base.to_owned();
+        while let Some(n) = self.seen.get(&candidate).copied() {
+            self.seen.insert(candidate.clone(), n + 1);
+            candidate = format!("{base}-{}", n + 1);
+            if !self.seen.contains_key(&candidate) {
+                break;
+            }
+        }
+        self.seen.entry(candidate.clone()).or_insert(0);
+        candidate
+    }
+}
+
+/// Splits off a leading `---` YAML block. Returns the front matter and where the markdown
+/// body starts (byte offset), so body line numbers stay those of the file.
+fn split_front_matter(source: &str, warnings: &mut Vec<String>, rel: &str) -> (FrontMatter, usize) {
+    let start = if source.starts_with('\u{feff}') { 3 } else { 0 };
+    let rest = &source[start..];
+    let Some(after_open) = rest
+        .strip_prefix("---\n")
+        .or_else(|| rest.strip_prefix("---\r\n"))
+    else {
+        return (FrontMatter::default(), start);
+    };
+    let open_len = rest.len() - after_open.len();
+    let mut offset = 0;
+    for line in after_open.split_inclusive('\n') {
+        let trimmed = line.trim_end();
+        if trimmed == "---" || trimmed == "..." {
+            let yaml = &after_open[..offset];
+            let body = start + open_len + offset + line.len();
+            return (parse_front_matter(yaml, warnings, rel), body);
+        }
+        offset += line.len();
+    }
+    // No closing fence: not front matter, just a thematic break at the top.
+    (FrontMatter::default(), start)
+}
+
+fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> FrontMatter {
+    let docs = match YamlLoader::load_from_str(yaml) {
+        Ok(d) => d,
+        Err(e) => {
+            warnings.push(format!(
+                "{rel}: front matter is not valid YAML ({e}); ignored"
+            ));
+            return FrontMatter::default();
+        }
+    };
+    let Some(doc) = docs.into_iter().next() else {
+        return FrontMatter::default();
+    };
+    let text = |key: &str| match &doc[key] {
+        Yaml::String(s) => Some(collapse(s)).filter(|s| !s.is_empty()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Real(r) => Some(r.clone()),
+        _ => None,
+    };
+    let date = ["date", "ms.date", "lastmod", "updated"]
+        .iter()
+        .find_map(|k| text(k))
+        .and_then(|d| normalize_date(&d));
+    let mut tags = Vec::new();
+    for key in ["tags", "keywords"] {
+        match &doc[key] {
+            Yaml::Array(items) => {
+                tags.extend(items.iter().filter_map(|i| i.as_str().map(collapse)))
+            }
+            Yaml::String(s) => tags.extend(s.split(',').map(collapse)),
+            _ => {}
+        }
+    }
+    tags.retain(|t| !t.is_empty());
+    tags.sort();
+    tags.dedup();
+    FrontMatter {
+        title: text("title"),
+        description: text("description"),
+        date,
+        tags,
+        kind: text("type"),
+        lang: text("lang")
+            .or_else(|| text("language"))
+            .and_then(|l| Language::from_code(&l)),
+    }
+}
+
+/// `2024-03-05`, `2024-03-05T10:00:00Z`, `2024/03/05` or US `03/05/2024` → `2024-03-05`.
+pub fn normalize_date(s: &str) -> Option<String> {
+    let s = s.trim();
+    let nums: Vec<&str> = s
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .take(3)
+        .collect();
+    if nums.len() < 3 {
+        return None;
+    }
+    let (y, m, d) = if nums[0].len() == 4 {
+        (nums[0], nums[1], nums[2])
+    } else if nums[2].len() == 4 {
+        (nums[2], nums[0], nums[1])
+    } else {
+        return None;
+    };
+    let (y, m, d): (u32, u32, u32) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || !(1900..=2200).contains(&y) {
+        return None;
+    }
+    Some(format!("{y:04}-{m:02}-{d:02}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> ParsedDoc {
+        parse_markdown(src, "stem", &mut Vec::new(), "t.md")
+    }
+
+    #[test]
+    fn sections_carry_breadcrumbs_anchors_and_lines() {
+        let doc = parse("---\ntitle: Guide\ndate: 2024-03-05\ntags: [a, b]\n---\n# Guide\n\nIntro text.\n\n## Install\n\nRun it.\n\n### On Linux\n\nUse apt.\n\n## Install\n\nAgain.\n");
+        assert_eq!(doc.title, "Guide");
+        assert_eq!(doc.front.date.as_deref(), Some("2024-03-05"));
+        assert_eq!(doc.front.tags, vec!["a", "b"]);
+        let s: Vec<(Vec<String>, String, u32)> = doc
+            .sections
+            .iter()
+            .map(|s| (s.headings.clone(), s.anchor.clone(), s.blocks[0].line_start))
+            .collect();
+        assert_eq!(
+            s,
+            vec![
+                (vec![], "guide".to_owned(), 8),
+                (vec!["Install".to_owned()], "install".to_owned(), 12),
+                (
+                    vec!["Install".to_owned(), "On Linux".to_owned()],
+                    "on-linux".to_owned(),
+                    16
+                ),
+                (vec!["Install".to_owned()], "install-1".to_owned(), 20),
+            ]
+        );
+    }
+
+    #[test]
+    fn title_falls_back_to_first_heading_then_file_name() {
+        assert_eq!(parse("## Sub\n\ntext").title, "Sub");
+        assert_eq!(parse("just text").title, "stem");
+    }
+
+    #[test]
+    fn slugs_follow_github() {
+        let mut s = Slugger::default();
+        assert_eq!(s.slug("Hello, World!"), "hello-world");
+        assert_eq!(s.slug("Установка пакета"), "установка-пакета");
+        assert_eq!(s.slug("Hello, World!"), "hello-world-1");
+        assert_eq!(s.slug("`npm ci` vs. install"), "npm-ci-vs-install");
+    }
+
+    #[test]
+    fn bad_yaml_warns_and_goes_on() {
+        let mut w = Vec::new();
+        let doc = parse_markdown(
+            "---\ntitle: [unclosed\n---\n# Real\n\nbody\n",
+            "s",
+            &mut w,
+            "x.md",
+        );
+        assert_eq!(doc.title, "Real");
+        assert_eq!(w.len(), 1);
+    }
+
+    #[test]
+    fn dates_normalize() {
+        assert_eq!(normalize_date("11/04/2016").as_deref(), Some("2016-11-04"));
+        assert_eq!(
+            normalize_date("2024-03-05T10:00:00Z").as_deref(),
+            Some("2024-03-05")
+        );
+        assert_eq!(normalize_date("soon"), None);
+    }
+}

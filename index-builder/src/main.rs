@@ -1,0 +1,167 @@
+//! `index-builder`: turns a folder of markdown into a docloupe bundle.
+
+mod build;
+mod chunk;
+mod ingest;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use docloupe::analyze::Language;
+use docloupe::embed::default_model_dir;
+use docloupe::{Embedder, ModelFiles};
+
+#[derive(Parser)]
+#[command(
+    name = "index-builder",
+    version,
+    about = "Build docloupe search bundles from documentation folders"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build a bundle from every markdown file under DIR.
+    Build(BuildArgs),
+    /// Print a bundle's header and section sizes as JSON (verifies checksums).
+    Inspect {
+        /// The bundle file.
+        bundle: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct BuildArgs {
+    /// Folder of documents (hidden and git-ignored paths are skipped).
+    dir: PathBuf,
+    /// Bundle file to write (atomically).
+    #[arg(long)]
+    out: PathBuf,
+    /// Project the collection belongs to, as namespace/name.
+    #[arg(long)]
+    project: Option<String>,
+    /// Embedding model directory (from `make models`).
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Build without vectors: smaller, fulltext search only.
+    #[arg(long)]
+    no_embeddings: bool,
+    /// Document language: from front matter or detected (auto), or forced.
+    #[arg(long, value_enum, default_value_t = LangArg::Auto)]
+    lang: LangArg,
+    /// Vectors get an HNSW graph from this many chunks on (below: exact scan).
+    #[arg(long, default_value_t = docloupe::index::HNSW_THRESHOLD, hide = true)]
+    hnsw_threshold: usize,
+    /// Show no progress bar even on a terminal.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LangArg {
+    Auto,
+    En,
+    Ru,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DOCLOUPE_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Build(args) => build(args),
+        Command::Inspect { bundle } => inspect(&bundle),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("index-builder: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn build(args: BuildArgs) -> Result<()> {
+    if let Some(p) = &args.project {
+        validate_project(p)?;
+    }
+    let embedder = if args.no_embeddings {
+        None
+    } else {
+        let dir = args.model.clone().unwrap_or_else(default_model_dir);
+        let files = ModelFiles::from_dir(&dir).context("the embedding model is missing (run `make models`, pass --model DIR, or build with --no-embeddings)")?;
+        Some(Embedder::new(&files)?)
+    };
+    let lang = match args.lang {
+        LangArg::Auto => None,
+        LangArg::En => Some(Language::En),
+        LangArg::Ru => Some(Language::Ru),
+    };
+    let report = build::run(build::BuildConfig {
+        input: args.dir,
+        output: args.out,
+        project: args.project,
+        embedder,
+        lang,
+        hnsw_threshold: args.hnsw_threshold,
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+    })?;
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+fn inspect(path: &std::path::Path) -> Result<()> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (header, body) = docloupe::bundle::decode_header(&bytes)?;
+    let mut sections = Vec::new();
+    for s in &header.sections {
+        docloupe::bundle::section_bytes(&bytes, body, s)?;
+        sections.push(serde_json::json!({
+            "kind": s.kind.name(),
+            "offset": body as u64 + s.offset,
+            "bytes": s.len,
+        }));
+    }
+    let report = serde_json::json!({
+        "formatVersion": u32::from_le_bytes(bytes[8..12].try_into()?),
+        "bytes": bytes.len(),
+        "headerBytes": body,
+        "builder": header.builder,
+        "projectId": header.project_id,
+        "embedding": header.embedding,
+        "counts": header.counts,
+        "flags": header.flags,
+        "sections": sections,
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+/// `namespace/name`, each part 1–64 of `[a-z0-9._-]`, starting with a letter or digit.
+fn validate_project(p: &str) -> Result<()> {
+    let part_ok = |s: &str| {
+        (1..=64).contains(&s.len())
+            && s.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')
+            })
+            && s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+    };
+    match p.split_once('/') {
+        Some((ns, name)) if part_ok(ns) && part_ok(name) => Ok(()),
+        _ => bail!("--project must look like namespace/name (lowercase letters, digits, '.', '_', '-'), got {p:?}"),
+    }
+}

@@ -1,0 +1,152 @@
+//! Spec: how `index-builder build` behaves on good and bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn builder(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_index-builder"))
+        .args(args)
+        .output()
+        .expect("index-builder runs")
+}
+
+fn write(dir: &Path, rel: &str, bytes: &[u8]) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, bytes).unwrap();
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn reports_an_ingest_result_and_skips_unreadable_files_with_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    write(&docs, "guide.md", b"# Guide\n\nSome text about widgets.\n");
+    write(&docs, "sub/more.md", b"# More\n\n## Part\n\nOther text.\n");
+    write(&docs, "latin1.md", b"# Caf\xe9\n\nnot utf-8\n");
+    write(&docs, "notes.txt", b"not markdown");
+    write(&docs, "ignored/x.md", b"# Ignored\n\nby .gitignore\n");
+    write(&docs, ".gitignore", b"ignored/\n");
+    let out = tmp.path().join("out.bundle");
+    let o = builder(&[
+        "build",
+        docs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-embeddings",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["documentsProcessed"], 2);
+    assert_eq!(report["chunksWritten"], 2);
+    assert!(report["durationSeconds"].as_f64().unwrap() >= 0.0);
+    assert_eq!(report["embedModel"], serde_json::Value::Null);
+    let warnings = report["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("latin1.md")
+                && w.as_str().unwrap().contains("UTF-8")),
+        "{warnings:?}"
+    );
+    assert!(out.is_file());
+    // Nothing but the bundle is left beside it.
+    let names: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+
+    let engine = docloupe::Engine::from_bundle(&std::fs::read(&out).unwrap(), None).unwrap();
+    let paths: Vec<&str> = engine
+        .bundle()
+        .docs
+        .documents
+        .iter()
+        .map(|d| d.path.as_str())
+        .collect();
+    assert_eq!(paths, vec!["guide.md", "sub/more.md"]);
+}
+
+#[test]
+fn an_empty_folder_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = builder(&[
+        "build",
+        tmp.path().to_str().unwrap(),
+        "--out",
+        tmp.path().join("b").to_str().unwrap(),
+        "--no-embeddings",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no markdown files"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_unwritable_output_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "a.md", b"# A\n\ntext\n");
+    let out = tmp.path().join("missing-dir/out.bundle");
+    let o = builder(&[
+        "build",
+        tmp.path().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-embeddings",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_missing_model_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "a.md", b"# A\n\ntext\n");
+    let o = builder(&[
+        "build",
+        tmp.path().to_str().unwrap(),
+        "--out",
+        tmp.path().join("b").to_str().unwrap(),
+        "--model",
+        tmp.path().join("no-model-here").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("embedding model is missing"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_bad_project_id_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "a.md", b"# A\n\ntext\n");
+    let o = builder(&[
+        "build",
+        tmp.path().to_str().unwrap(),
+        "--out",
+        tmp.path().join("b").to_str().unwrap(),
+        "--no-embeddings",
+        "--project",
+        "no slash",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("namespace/name"), "{}", stderr(&o));
+    let o = builder(&[
+        "build",
+        tmp.path().to_str().unwrap(),
+        "--out",
+        tmp.path().join("b").to_str().unwrap(),
+        "--no-embeddings",
+        "--project",
+        "acme/docs",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let engine =
+        docloupe::Engine::from_bundle(&std::fs::read(tmp.path().join("b")).unwrap(), None).unwrap();
+    assert_eq!(engine.header().project_id.as_deref(), Some("acme/docs"));
+}

@@ -1,0 +1,460 @@
+//! Text analysis shared by the index builder and the query side: the *same* function turns
+//! document text and query text into terms, so a term can only match if both sides agree.
+//!
+//! Pipeline per token: split on anything that is not a letter or digit → lowercase (ё→е) →
+//! drop English and Russian stop words → stem with Snowball, choosing the stemmer by the
+//! token's script (Cyrillic → Russian, Latin → English). Choosing by script rather than by
+//! document language keeps index- and query-time analysis identical even though a query's
+//! language is unknown, and handles English identifiers inside Russian pages.
+
+use rust_stemmers::{Algorithm, Stemmer};
+use serde::{Deserialize, Serialize};
+
+/// Version of the analysis rules. Stored in every bundle; bump on any change that alters terms.
+pub const ANALYZER_VERSION: u32 = 1;
+
+/// Tokens longer than this (in chars) are dropped: base64 blobs, hashes, minified code.
+const MAX_TOKEN_CHARS: usize = 40;
+
+/// Languages the analyzer knows. Recorded per document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+pub enum Language {
+    En,
+    Ru,
+}
+
+impl Language {
+    pub fn code(self) -> &'static str {
+        match self {
+            Language::En => "en",
+            Language::Ru => "ru",
+        }
+    }
+
+    pub fn from_code(code: &str) -> Option<Language> {
+        match code.trim().to_ascii_lowercase().as_str() {
+            "en" | "en-us" | "en-gb" | "english" => Some(Language::En),
+            "ru" | "ru-ru" | "russian" => Some(Language::Ru),
+            _ => None,
+        }
+    }
+
+    /// Guesses a text's language from its letters: Russian when at least 30 % of them are
+    /// Cyrillic (documentation in Russian is full of Latin identifiers, hence the low bar).
+    pub fn detect(text: &str) -> Language {
+        let (mut cyr, mut letters) = (0usize, 0usize);
+        for c in text.chars().filter(|c| c.is_alphabetic()) {
+            letters += 1;
+            if is_cyrillic(c) {
+                cyr += 1;
+            }
+        }
+        if letters > 0 && cyr * 10 >= letters * 3 {
+            Language::Ru
+        } else {
+            Language::En
+        }
+    }
+}
+
+/// A term with the character range of the word it came from (for snippets and highlights).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    pub term: String,
+    /// Offsets in chars (not bytes) into the analyzed text.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The analyzer. Cheap to clone; holds the two Snowball stemmers.
+pub struct Analyzer {
+    en: Stemmer,
+    ru: Stemmer,
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Analyzer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analyzer")
+            .field("version", &ANALYZER_VERSION)
+            .finish()
+    }
+}
+
+impl Analyzer {
+    pub fn new() -> Self {
+        Analyzer {
+            en: Stemmer::create(Algorithm::English),
+            ru: Stemmer::create(Algorithm::Russian),
+        }
+    }
+
+    /// Terms of `text`, in order, stop words removed.
+    pub fn terms(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        self.each_token(text, |t| out.push(t.term));
+        out
+    }
+
+    /// Terms with their char offsets.
+    pub fn tokens(&self, text: &str) -> Vec<Token> {
+        let mut out = Vec::new();
+        self.each_token(text, |t| out.push(t));
+        out
+    }
+
+    fn each_token(&self, text: &str, mut emit: impl FnMut(Token)) {
+        let mut word = String::new();
+        let mut start = 0usize;
+        let mut pos = 0usize;
+        for c in text.chars() {
+            if c.is_alphanumeric() {
+                if word.is_empty() {
+                    start = pos;
+                }
+                push_folded(&mut word, c);
+            } else if !word.is_empty() {
+                if let Some(term) = self.normalize(&word) {
+                    emit(Token {
+                        term,
+                        start,
+                        end: pos,
+                    });
+                }
+                word.clear();
+            }
+            pos += 1;
+        }
+        if !word.is_empty() {
+            if let Some(term) = self.normalize(&word) {
+                emit(Token {
+                    term,
+                    start,
+                    end: pos,
+                });
+            }
+        }
+    }
+
+    /// Lowercased word → term, or `None` for stop words and junk.
+    fn normalize(&self, word: &str) -> Option<String> {
+        if word.chars().count() > MAX_TOKEN_CHARS || is_stop_word(word) {
+            return None;
+        }
+        let has_cyr = word.chars().any(is_cyrillic);
+        let all_letters = word.chars().all(char::is_alphabetic);
+        let term = if has_cyr && all_letters {
+            self.ru.stem(word).into_owned()
+        } else if !has_cyr && all_letters && word.is_ascii() {
+            self.en.stem(word).into_owned()
+        } else {
+            // Mixed letters and digits ("utf8", "c11", "x64") are identifiers: keep them whole.
+            word.to_owned()
+        };
+        if term.is_empty() {
+            None
+        } else {
+            Some(term)
+        }
+    }
+}
+
+fn push_folded(word: &mut String, c: char) {
+    for l in c.to_lowercase() {
+        word.push(if l == 'ё' { 'е' } else { l });
+    }
+}
+
+fn is_cyrillic(c: char) -> bool {
+    matches!(c, '\u{0400}'..='\u{04FF}' | '\u{0500}'..='\u{052F}')
+}
+
+fn is_stop_word(word: &str) -> bool {
+    // Both lists are sorted, so a binary search suffices.
+    STOP_EN.binary_search(&word).is_ok() || STOP_RU.binary_search(&word).is_ok()
+}
+
+/// English stop words (Snowball's list, trimmed of words that carry meaning in docs such as
+/// "not", "no", "only", "off", "up", "down", "over", "again").
+const STOP_EN: &[&str] = &[
+    "a",
+    "about",
+    "after",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "nor",
+    "of",
+    "on",
+    "once",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Russian stop words (Snowball's list, trimmed of negations and words such as "нельзя").
+const STOP_RU: &[&str] = &[
+    "а",
+    "без",
+    "более",
+    "бы",
+    "был",
+    "была",
+    "были",
+    "было",
+    "быть",
+    "в",
+    "вам",
+    "вас",
+    "весь",
+    "во",
+    "вот",
+    "все",
+    "всего",
+    "всех",
+    "вы",
+    "где",
+    "да",
+    "даже",
+    "для",
+    "до",
+    "его",
+    "ее",
+    "ей",
+    "ему",
+    "если",
+    "есть",
+    "еще",
+    "же",
+    "за",
+    "здесь",
+    "и",
+    "из",
+    "или",
+    "им",
+    "их",
+    "к",
+    "как",
+    "когда",
+    "кто",
+    "ли",
+    "либо",
+    "мне",
+    "может",
+    "мы",
+    "на",
+    "над",
+    "надо",
+    "наш",
+    "него",
+    "нее",
+    "ней",
+    "нем",
+    "них",
+    "но",
+    "ну",
+    "о",
+    "об",
+    "однако",
+    "он",
+    "она",
+    "они",
+    "оно",
+    "от",
+    "очень",
+    "по",
+    "под",
+    "при",
+    "с",
+    "со",
+    "так",
+    "также",
+    "такой",
+    "там",
+    "те",
+    "тем",
+    "то",
+    "того",
+    "тоже",
+    "той",
+    "только",
+    "том",
+    "ты",
+    "у",
+    "уже",
+    "чем",
+    "что",
+    "чтобы",
+    "эта",
+    "эти",
+    "это",
+    "этого",
+    "этой",
+    "этом",
+    "этот",
+    "я",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_lists_are_sorted_for_binary_search() {
+        assert!(STOP_EN.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            STOP_RU.windows(2).all(|w| w[0] < w[1]),
+            "{:?}",
+            STOP_RU.windows(2).find(|w| w[0] >= w[1])
+        );
+    }
+
+    #[test]
+    fn russian_word_forms_share_a_term() {
+        let a = Analyzer::new();
+        assert_eq!(a.terms("документации"), a.terms("документация"));
+        assert_eq!(a.terms("Документация"), a.terms("документацию"));
+        assert_eq!(a.terms("ёлка"), a.terms("елки"));
+    }
+
+    #[test]
+    fn english_word_forms_share_a_term() {
+        let a = Analyzer::new();
+        assert_eq!(a.terms("configuring caches"), a.terms("configure cache"));
+    }
+
+    #[test]
+    fn stop_words_vanish_and_identifiers_split() {
+        let a = Analyzer::new();
+        assert_eq!(
+            a.terms("the cache.max_bytes option"),
+            vec!["cach", "max", "byte", "option"]
+        );
+        assert_eq!(a.terms("и в что"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn offsets_are_in_chars() {
+        let a = Analyzer::new();
+        let t = a.tokens("Где документация?");
+        assert_eq!(t.len(), 1);
+        assert_eq!((t[0].start, t[0].end), (4, 16));
+    }
+
+    #[test]
+    fn language_detection() {
+        assert_eq!(
+            Language::detect("Установка пакета через `npm install`"),
+            Language::Ru
+        );
+        assert_eq!(
+            Language::detect("Install the package with npm"),
+            Language::En
+        );
+    }
+}

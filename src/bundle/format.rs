@@ -1,0 +1,271 @@
+//! Bytes ⇄ [`Bundle`]. Decoding never panics: every length, checksum and cross-reference is
+//! checked, and each failure has its own [`Error`] variant.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::model::*;
+use super::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
+use crate::error::{Error, Result};
+use crate::index::lexical::LexicalIndex;
+use crate::index::vector::VectorIndex;
+
+pub const MAGIC: &[u8; 8] = b"DOCLOUPE";
+/// Where the header bytes begin (magic + version + length + sha256).
+pub const HEADER_START: usize = 8 + 4 + 4 + 32;
+
+fn to_bytes<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>> {
+    postcard::to_allocvec(value).map_err(|e| Error::Encode(format!("{what}: {e}")))
+}
+
+/// Serializes a bundle. The section table in `bundle.header` is rewritten to match the
+/// sections actually written.
+pub fn encode(bundle: &Bundle) -> Result<Vec<u8>> {
+    let mut parts: Vec<(SectionKind, Vec<u8>)> = vec![
+        (SectionKind::Docs, to_bytes(&bundle.docs, "docs")?),
+        (SectionKind::Lexical, to_bytes(&bundle.lexical, "lexical")?),
+        (SectionKind::Text, to_bytes(&bundle.text, "text")?),
+    ];
+    if let Some(v) = &bundle.vectors {
+        parts.push((SectionKind::Vectors, to_bytes(v, "vectors")?));
+    }
+    let mut header = bundle.header.clone();
+    header.sections.clear();
+    let mut offset = 0u64;
+    for (kind, bytes) in &parts {
+        header.sections.push(SectionEntry {
+            kind: *kind,
+            offset,
+            len: bytes.len() as u64,
+            sha256: Sha256::digest(bytes).into(),
+        });
+        offset += bytes.len() as u64;
+    }
+    let header_bytes = to_bytes(&header, "header")?;
+    let header_len =
+        u32::try_from(header_bytes.len()).map_err(|_| Error::Encode("header too large".into()))?;
+
+    let mut out = Vec::with_capacity(HEADER_START + header_bytes.len() + offset as usize);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&header_len.to_le_bytes());
+    out.extend_from_slice(&Sha256::digest(&header_bytes));
+    out.extend_from_slice(&header_bytes);
+    for (_, bytes) in &parts {
+        out.extend_from_slice(bytes);
+    }
+    Ok(out)
+}
+
+/// Reads and verifies the fixed prefix and the header. Returns the header and the offset
+/// where sections begin.
+pub fn decode_header(bytes: &[u8]) -> Result<(Header, usize)> {
+    let magic_len = bytes.len().min(MAGIC.len());
+    if bytes[..magic_len] != MAGIC[..magic_len] {
+        return Err(Error::BadMagic);
+    }
+    if bytes.len() < HEADER_START {
+        return Err(Error::BundleTruncated(format!(
+            "{} bytes, the fixed prefix alone is {HEADER_START}",
+            bytes.len()
+        )));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version > FORMAT_VERSION {
+        return Err(Error::NewerFormat {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if version < OLDEST_FORMAT_VERSION {
+        return Err(Error::OlderFormat {
+            found: version,
+            oldest: OLDEST_FORMAT_VERSION,
+        });
+    }
+    let header_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+    let body_start = HEADER_START
+        .checked_add(header_len)
+        .filter(|&end| end <= bytes.len())
+        .ok_or_else(|| {
+            Error::BundleTruncated(format!(
+                "header of {header_len} bytes does not fit in {} bytes",
+                bytes.len()
+            ))
+        })?;
+    let header_bytes = &bytes[HEADER_START..body_start];
+    if Sha256::digest(header_bytes).as_slice() != &bytes[16..48] {
+        return Err(Error::ChecksumMismatch {
+            part: "header".into(),
+        });
+    }
+    let header: Header = decode_exact(header_bytes, "header")?;
+    Ok((header, body_start))
+}
+
+/// Verifies and decodes one section of a bundle whose header was read with [`decode_header`].
+pub fn decode_section<T: DeserializeOwned>(
+    bytes: &[u8],
+    body_start: usize,
+    entry: &SectionEntry,
+) -> Result<T> {
+    decode_exact(section_bytes(bytes, body_start, entry)?, entry.kind.name())
+}
+
+/// The bytes of one section, bounds- and checksum-verified.
+pub fn section_bytes<'a>(
+    bytes: &'a [u8],
+    body_start: usize,
+    entry: &SectionEntry,
+) -> Result<&'a [u8]> {
+    let name = entry.kind.name();
+    let start = usize::try_from(entry.offset)
+        .ok()
+        .and_then(|o| o.checked_add(body_start));
+    let end = start
+        .zip(usize::try_from(entry.len).ok())
+        .and_then(|(s, l)| s.checked_add(l));
+    let (start, end) = match (start, end) {
+        (Some(s), Some(e)) if e <= bytes.len() => (s, e),
+        _ => {
+            return Err(Error::BundleTruncated(format!(
+                "section {name} ends at {} but the bundle has {} bytes",
+                entry
+                    .offset
+                    .saturating_add(entry.len)
+                    .saturating_add(body_start as u64),
+                bytes.len()
+            )))
+        }
+    };
+    let section = &bytes[start..end];
+    if Sha256::digest(section).as_slice() != entry.sha256 {
+        return Err(Error::ChecksumMismatch {
+            part: format!("section {name}"),
+        });
+    }
+    Ok(section)
+}
+
+fn decode_exact<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+    let (value, rest) =
+        postcard::take_from_bytes(bytes).map_err(|e| Error::Corrupt(format!("{what}: {e}")))?;
+    if !rest.is_empty() {
+        return Err(Error::Corrupt(format!(
+            "{what}: {} trailing bytes",
+            rest.len()
+        )));
+    }
+    Ok(value)
+}
+
+/// Decodes and validates a whole bundle.
+pub fn decode(bytes: &[u8]) -> Result<Bundle> {
+    let (header, body_start) = decode_header(bytes)?;
+    let find = |kind: SectionKind| header.sections.iter().find(|s| s.kind == kind);
+    let required = |kind: SectionKind| {
+        find(kind).ok_or_else(|| Error::Corrupt(format!("section {} is missing", kind.name())))
+    };
+
+    // Check every section's bounds first, so a truncated file reports truncation rather than
+    // whichever section happened to be decoded first.
+    if let Some(end) = header
+        .sections
+        .iter()
+        .map(|s| s.offset.saturating_add(s.len))
+        .max()
+    {
+        if end.saturating_add(body_start as u64) > bytes.len() as u64 {
+            return Err(Error::BundleTruncated(format!(
+                "sections end at byte {} but the bundle has {} bytes",
+                end.saturating_add(body_start as u64),
+                bytes.len()
+            )));
+        }
+    }
+
+    let docs: DocsSection = decode_section(bytes, body_start, required(SectionKind::Docs)?)?;
+    let lexical: LexicalIndex = decode_section(bytes, body_start, required(SectionKind::Lexical)?)?;
+    let text: TextSection = decode_section(bytes, body_start, required(SectionKind::Text)?)?;
+    let vectors: Option<VectorIndex> = match find(SectionKind::Vectors) {
+        Some(entry) => {
+            let raw = section_bytes(bytes, body_start, entry)?;
+            crate::index::vector::validate_graph_bytes(raw)?;
+            Some(decode_exact(raw, "vectors")?)
+        }
+        None => None,
+    };
+    let bundle = Bundle {
+        header,
+        docs,
+        lexical,
+        text,
+        vectors,
+    };
+    validate(&bundle)?;
+    Ok(bundle)
+}
+
+/// Cross-checks that would otherwise become out-of-bounds panics at query time. Checksums
+/// catch accidents; these catch a bundle that is well-formed but inconsistent.
+fn validate(b: &Bundle) -> Result<()> {
+    let corrupt = |m: String| Err(Error::Corrupt(m));
+    let n_docs = b.docs.documents.len();
+    let n_chunks = b.docs.chunks.len();
+    let c = &b.header.counts;
+    if c.documents as usize != n_docs || c.chunks as usize != n_chunks {
+        return corrupt(format!(
+            "header counts {} documents / {} chunks, sections hold {n_docs} / {n_chunks}",
+            c.documents, c.chunks
+        ));
+    }
+    if b.text.texts.len() != n_chunks {
+        return corrupt(format!(
+            "{} chunk texts for {n_chunks} chunks",
+            b.text.texts.len()
+        ));
+    }
+    for (i, doc) in b.docs.documents.iter().enumerate() {
+        let end = doc.first_chunk as usize + doc.chunk_count as usize;
+        if end > n_chunks {
+            return corrupt(format!(
+                "document {i} claims chunks up to {end} of {n_chunks}"
+            ));
+        }
+        for (k, chunk) in b.docs.chunks[doc.first_chunk as usize..end]
+            .iter()
+            .enumerate()
+        {
+            if chunk.doc as usize != i || chunk.chunk_index as usize != k {
+                return corrupt(format!(
+                    "chunk {} of document {i} is out of place",
+                    doc.first_chunk as usize + k
+                ));
+            }
+        }
+    }
+    if b.docs.chunks.iter().any(|ch| ch.doc as usize >= n_docs) {
+        return corrupt("a chunk points past the document table".into());
+    }
+    b.lexical.validate(n_chunks)?;
+    if b.lexical.terms.len() != c.terms as usize {
+        return corrupt(format!(
+            "header counts {} terms, lexical section holds {}",
+            c.terms,
+            b.lexical.terms.len()
+        ));
+    }
+    match (&b.vectors, &b.header.embedding) {
+        (Some(v), Some(model)) => v.validate(n_chunks, model.dims as usize)?,
+        (None, None) => {}
+        (Some(_), None) => {
+            return corrupt("vectors present but no embedding model recorded".into())
+        }
+        (None, Some(_)) => return corrupt("embedding model recorded but vectors missing".into()),
+    }
+    if b.header.flags.hybrid != b.vectors.is_some() {
+        return corrupt("hybrid flag disagrees with the vectors section".into());
+    }
+    Ok(())
+}

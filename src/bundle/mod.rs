@@ -1,0 +1,31 @@
+//! The bundle: everything a search needs, in one deterministic byte string.
+//!
+//! ```text
+//! offset  size  field
+//! 0       8     magic  b"DOCLOUPE"
+//! 8       4     format version (u32 LE)
+//! 12      4     header length H (u32 LE)
+//! 16      32    sha256 of the header bytes
+//! 48      H     header (postcard): builder, project, model, analyzer, counts, flags, section table
+//! 48+H    ...   sections, back to back, each at the offset/length the section table gives and
+//!               each with its own sha256 there
+//! ```
+//!
+//! Sections are independently decodable so a browser can fetch the small ones first:
+//! `docs` (document + chunk metadata), `lexical` (term dictionary + postings), `text`
+//! (chunk text for snippets and context) and `vectors` (int8 vectors, exact or HNSW).
+//! Nothing in a bundle depends on time, hash-map order or thread scheduling: the same
+//! input gives the same bytes.
+
+mod format;
+mod model;
+
+pub use format::{
+    decode, decode_header, decode_section, encode, section_bytes, HEADER_START, MAGIC,
+};
+pub use model::*;
+
+/// The format version this engine writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// The oldest format version this engine still reads.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;

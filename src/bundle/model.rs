@@ -1,0 +1,154 @@
+//! The data model inside a bundle. Field order is part of the format: postcard encodes
+//! fields positionally, so any change here needs a FORMAT_VERSION bump and a frozen
+//! fixture under `tests/fixtures/`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyze::Language;
+use crate::embed::ModelInfo;
+use crate::index::lexical::LexicalIndex;
+use crate::index::vector::VectorIndex;
+
+/// Describes the bundle; small, read first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// `index-builder <version>` that wrote it.
+    pub builder: String,
+    /// `namespace/name`, when the collection was built for a project.
+    pub project_id: Option<String>,
+    /// The embedding model the vectors were made with (`None`: built `--no-embeddings`).
+    pub embedding: Option<ModelInfo>,
+    pub analyzer: AnalyzerConfig,
+    pub counts: Counts,
+    pub flags: Flags,
+    pub sections: Vec<SectionEntry>,
+}
+
+/// Everything that decides which terms a text turns into and how they are scored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnalyzerConfig {
+    pub version: u32,
+    pub k1: f32,
+    pub b: f32,
+    /// Term-frequency weight of a word in the document title.
+    pub title_weight: u32,
+    /// ... in a heading on the chunk's section path (or the front-matter description).
+    pub heading_weight: u32,
+    /// ... in the chunk's body text.
+    pub body_weight: u32,
+}
+
+impl Default for AnalyzerConfig {
+    fn default() -> Self {
+        AnalyzerConfig {
+            version: crate::analyze::ANALYZER_VERSION,
+            k1: 1.2,
+            b: 0.75,
+            title_weight: 3,
+            heading_weight: 2,
+            body_weight: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counts {
+    pub documents: u32,
+    pub chunks: u32,
+    pub terms: u32,
+    pub vectors: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Flags {
+    /// Vectors are present: semantic and hybrid search are possible.
+    pub hybrid: bool,
+    /// The vectors carry an HNSW graph (large bundles) instead of being scanned exactly.
+    pub hnsw: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum SectionKind {
+    Docs,
+    Lexical,
+    Text,
+    Vectors,
+}
+
+impl SectionKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SectionKind::Docs => "docs",
+            SectionKind::Lexical => "lexical",
+            SectionKind::Text => "text",
+            SectionKind::Vectors => "vectors",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionEntry {
+    pub kind: SectionKind,
+    /// Offset from the end of the header.
+    pub offset: u64,
+    pub len: u64,
+    pub sha256: [u8; 32],
+}
+
+/// One source document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// Relative to the collection root, forward slashes.
+    pub path: String,
+    /// sha256 (hex, 32 chars) of the file's bytes.
+    pub doc_id: String,
+    pub title: String,
+    pub description: Option<String>,
+    /// Format: "md", later "pdf", "docx", ...
+    pub doc_type: String,
+    /// ISO date `YYYY-MM-DD` from front matter.
+    pub date: Option<String>,
+    pub tags: Vec<String>,
+    pub lang: Language,
+    /// Index of the document's first chunk; its chunks are contiguous.
+    pub first_chunk: u32,
+    pub chunk_count: u32,
+}
+
+/// One chunk's metadata; its text lives in the `text` section at the same index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkMeta {
+    pub doc: u32,
+    /// 0-based within the document.
+    pub chunk_index: u32,
+    /// Deterministic id: hash of (docId, sectionPath, model id, chunkIndex).
+    pub id: String,
+    /// Breadcrumb from the document title down to the chunk's heading.
+    pub section_path: Vec<String>,
+    /// GitHub-style slug of the chunk's heading ("" before the first heading).
+    pub anchor: String,
+    /// 1-based, inclusive, in the source file.
+    pub line_start: u32,
+    pub line_end: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocsSection {
+    pub documents: Vec<Document>,
+    pub chunks: Vec<ChunkMeta>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextSection {
+    pub texts: Vec<String>,
+}
+
+/// A decoded bundle. `vectors` is `None` for bundles built without embeddings.
+#[derive(Debug)]
+pub struct Bundle {
+    pub header: Header,
+    pub docs: DocsSection,
+    pub lexical: LexicalIndex,
+    pub text: TextSection,
+    pub vectors: Option<VectorIndex>,
+}

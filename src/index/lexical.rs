@@ -1,0 +1,178 @@
+//! BM25 over chunks. Terms come from [`crate::analyze`]; a term's frequency in a chunk is
+//! weighted by where it appears (title > headings/description > body: a simple BM25F), and the
+//! chunk length used for normalization is the same weighted count.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::AnalyzerConfig;
+use crate::error::{Error, Result};
+
+/// Term dictionary and postings. `terms` is sorted and unique; `postings[i]` belongs to
+/// `terms[i]`. Chunk ids in postings are delta-encoded (postcard writes them as varints).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LexicalIndex {
+    pub chunk_lengths: Vec<u32>,
+    pub terms: Vec<String>,
+    pub postings: Vec<Postings>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Postings {
+    /// First entry is the chunk id itself, then differences to the previous id.
+    pub chunk_deltas: Vec<u32>,
+    /// Weighted term frequency per posting.
+    pub tfs: Vec<u32>,
+}
+
+impl Postings {
+    /// (chunk, weighted tf) pairs in chunk order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut chunk = 0u32;
+        self.chunk_deltas
+            .iter()
+            .zip(&self.tfs)
+            .enumerate()
+            .map(move |(i, (&d, &tf))| {
+                chunk = if i == 0 { d } else { chunk + d };
+                (chunk, tf)
+            })
+    }
+}
+
+/// Collects weighted terms chunk by chunk (in chunk order) and produces a [`LexicalIndex`].
+#[derive(Debug, Default)]
+pub struct LexicalBuilder {
+    postings: BTreeMap<String, Vec<(u32, u32)>>,
+    lengths: Vec<u32>,
+}
+
+impl LexicalBuilder {
+    /// Adds the next chunk. `fields` are (terms, weight) pairs, e.g. title terms with the
+    /// title weight. Returns the chunk's id.
+    pub fn add_chunk<'a>(&mut self, fields: impl IntoIterator<Item = (&'a [String], u32)>) -> u32 {
+        let id = self.lengths.len() as u32;
+        let mut tf: BTreeMap<&str, u32> = BTreeMap::new();
+        let mut len = 0u32;
+        for (terms, weight) in fields {
+            for t in terms {
+                *tf.entry(t.as_str()).or_default() += weight;
+                len += weight;
+            }
+        }
+        for (term, f) in tf {
+            self.postings
+                .entry(term.to_owned())
+                .or_default()
+                .push((id, f));
+        }
+        self.lengths.push(len);
+        id
+    }
+
+    pub fn finish(self) -> LexicalIndex {
+        let mut terms = Vec::with_capacity(self.postings.len());
+        let mut postings = Vec::with_capacity(self.postings.len());
+        for (term, list) in self.postings {
+            let mut prev = 0u32;
+            let mut chunk_deltas = Vec::with_capacity(list.len());
+            let mut tfs = Vec::with_capacity(list.len());
+            for (i, (chunk, tf)) in list.into_iter().enumerate() {
+                chunk_deltas.push(if i == 0 { chunk } else { chunk - prev });
+                tfs.push(tf);
+                prev = chunk;
+            }
+            terms.push(term);
+            postings.push(Postings { chunk_deltas, tfs });
+        }
+        LexicalIndex {
+            chunk_lengths: self.lengths,
+            terms,
+            postings,
+        }
+    }
+}
+
+impl LexicalIndex {
+    pub fn term_id(&self, term: &str) -> Option<usize> {
+        self.terms.binary_search_by(|t| t.as_str().cmp(term)).ok()
+    }
+
+    /// Number of chunks containing the term.
+    pub fn doc_freq(&self, term: &str) -> usize {
+        self.term_id(term).map_or(0, |i| self.postings[i].tfs.len())
+    }
+
+    /// BM25 scores of every chunk that contains at least one of `terms`, in chunk order.
+    /// Repeated query terms count once.
+    pub fn score(&self, cfg: &AnalyzerConfig, terms: &[String]) -> Vec<(u32, f32)> {
+        let n = self.chunk_lengths.len();
+        if n == 0 {
+            return Vec::new();
+        }
+        let avg_len =
+            (self.chunk_lengths.iter().map(|&l| l as f64).sum::<f64>() / n as f64).max(1.0) as f32;
+        let mut unique: Vec<&String> = terms.iter().collect();
+        unique.sort();
+        unique.dedup();
+
+        let mut scores = vec![0f32; n];
+        let mut touched = Vec::new();
+        for term in unique {
+            let Some(tid) = self.term_id(term) else {
+                continue;
+            };
+            let postings = &self.postings[tid];
+            let df = postings.tfs.len() as f32;
+            let idf = (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln();
+            for (chunk, tf) in postings.iter() {
+                let c = chunk as usize;
+                let tf = tf as f32;
+                let len_norm = 1.0 - cfg.b + cfg.b * self.chunk_lengths[c] as f32 / avg_len;
+                if scores[c] == 0.0 {
+                    touched.push(chunk);
+                }
+                scores[c] += idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm);
+            }
+        }
+        touched.sort_unstable();
+        touched
+            .into_iter()
+            .map(|c| (c, scores[c as usize]))
+            .collect()
+    }
+
+    /// Checks what [`LexicalIndex::score`] relies on, so a bad bundle fails at load time.
+    pub fn validate(&self, n_chunks: usize) -> Result<()> {
+        let bad = |m: String| Err(Error::Corrupt(format!("lexical section: {m}")));
+        if self.chunk_lengths.len() != n_chunks {
+            return bad(format!(
+                "{} chunk lengths for {n_chunks} chunks",
+                self.chunk_lengths.len()
+            ));
+        }
+        if self.terms.len() != self.postings.len() {
+            return bad("terms and postings differ in number".into());
+        }
+        if !self.terms.windows(2).all(|w| w[0] < w[1]) {
+            return bad("term dictionary is not sorted".into());
+        }
+        for (term, p) in self.terms.iter().zip(&self.postings) {
+            if p.chunk_deltas.len() != p.tfs.len() || p.tfs.is_empty() {
+                return bad(format!("postings of {term:?} are malformed"));
+            }
+            let mut chunk = 0u64;
+            for (i, &d) in p.chunk_deltas.iter().enumerate() {
+                if i > 0 && d == 0 {
+                    return bad(format!("postings of {term:?} repeat a chunk"));
+                }
+                chunk += d as u64;
+                if chunk >= n_chunks as u64 {
+                    return bad(format!("postings of {term:?} point past the last chunk"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,205 @@
+//! Index structures, shared by the builder (which fills them) and the engine (which reads
+//! them): BM25 postings ([`lexical`]), quantized vectors with an optional HNSW graph
+//! ([`vector`]), and [`build_bundle`], which turns analyzed, embedded documents into a
+//! [`Bundle`].
+
+pub mod lexical;
+pub mod vector;
+
+use sha2::{Digest, Sha256};
+
+use crate::analyze::{Analyzer, Language};
+use crate::bundle::{
+    AnalyzerConfig, Bundle, ChunkMeta, Counts, DocsSection, Document, Flags, Header, TextSection,
+};
+use crate::embed::ModelInfo;
+use crate::error::{Error, Result};
+use lexical::LexicalBuilder;
+use vector::VectorIndex;
+
+/// A document as the builder hands it over: metadata plus its chunks in order.
+#[derive(Debug, Clone)]
+pub struct SourceDocument {
+    pub path: String,
+    pub doc_id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub doc_type: String,
+    pub date: Option<String>,
+    pub tags: Vec<String>,
+    pub lang: Language,
+    pub chunks: Vec<SourceChunk>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceChunk {
+    pub section_path: Vec<String>,
+    pub anchor: String,
+    pub line_start: u32,
+    pub line_end: u32,
+    pub text: String,
+    /// Unit vector from the embedding model (absent for `--no-embeddings` builds).
+    pub embedding: Option<Vec<f32>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    pub builder: String,
+    pub project_id: Option<String>,
+    pub model: Option<ModelInfo>,
+    /// At or above this many chunks the vectors get an HNSW graph; below, search scans
+    /// them exactly (faster and exact at that size).
+    pub hnsw_threshold: usize,
+}
+
+/// Default for [`BuildOptions::hnsw_threshold`]: an exact int8 scan of 10k × 384 dims takes a
+/// few milliseconds natively and ~10 ms in wasm; above that the graph pays off.
+pub const HNSW_THRESHOLD: usize = 10_000;
+
+/// The text the embedding model sees for a chunk: its breadcrumb, then its body. The
+/// breadcrumb gives short sections their context ("Install › Windows" + two lines).
+pub fn embedding_input(section_path: &[String], text: &str) -> String {
+    format!("{}\n{}", section_path.join(" > "), text)
+}
+
+/// Deterministic chunk id: 128 bits of sha256 over (docId, sectionPath, model id, chunkIndex).
+pub fn chunk_id(doc_id: &str, section_path: &[String], model_id: &str, chunk_index: u32) -> String {
+    let mut h = Sha256::new();
+    h.update(doc_id.as_bytes());
+    h.update([0]);
+    for s in section_path {
+        h.update(s.as_bytes());
+        h.update([0x1f]);
+    }
+    h.update([0]);
+    h.update(model_id.as_bytes());
+    h.update([0]);
+    h.update(chunk_index.to_le_bytes());
+    h.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Builds the bundle. Documents are sorted by path first, so the result does not depend on
+/// the order the caller found them in.
+pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Result<Bundle> {
+    docs.sort_by(|a, b| a.path.cmp(&b.path));
+    if let Some(w) = docs.windows(2).find(|w| w[0].path == w[1].path) {
+        return Err(Error::Encode(format!(
+            "duplicate document path {}",
+            w[0].path
+        )));
+    }
+    let analyzer = Analyzer::new();
+    let cfg = AnalyzerConfig::default();
+    let model_id = opts.model.as_ref().map_or("none", |m| m.id.as_str());
+
+    let mut lexical = LexicalBuilder::default();
+    let mut documents = Vec::with_capacity(docs.len());
+    let mut chunks = Vec::new();
+    let mut texts = Vec::new();
+    let mut vectors = Vec::new();
+    for (d, doc) in docs.into_iter().enumerate() {
+        let title_terms = analyzer.terms(&doc.title);
+        let description_terms = doc
+            .description
+            .as_deref()
+            .map(|t| analyzer.terms(t))
+            .unwrap_or_default();
+        let first_chunk = chunks.len() as u32;
+        let chunk_count = doc.chunks.len() as u32;
+        for (k, chunk) in doc.chunks.into_iter().enumerate() {
+            // The title is section_path[0]; weigh only the headings below it as headings.
+            let mut heading_terms = analyzer.terms(
+                &chunk
+                    .section_path
+                    .iter()
+                    .skip(1)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            if k == 0 {
+                heading_terms.extend(description_terms.iter().cloned());
+            }
+            let body_terms = analyzer.terms(&chunk.text);
+            let id = lexical.add_chunk([
+                (title_terms.as_slice(), cfg.title_weight),
+                (heading_terms.as_slice(), cfg.heading_weight),
+                (body_terms.as_slice(), cfg.body_weight),
+            ]);
+            match (&opts.model, chunk.embedding) {
+                (Some(m), Some(v)) if v.len() == m.dims as usize => {
+                    vectors.push(vector::QVec::quantize(id, &v))
+                }
+                (Some(m), Some(v)) => {
+                    return Err(Error::Encode(format!(
+                        "chunk {id} has {} dims, model {} has {}",
+                        v.len(),
+                        m.id,
+                        m.dims
+                    )))
+                }
+                (Some(_), None) => {
+                    return Err(Error::Encode(format!(
+                        "chunk {id} of {} has no embedding",
+                        doc.path
+                    )))
+                }
+                (None, _) => {}
+            }
+            chunks.push(ChunkMeta {
+                doc: d as u32,
+                chunk_index: k as u32,
+                id: chunk_id(&doc.doc_id, &chunk.section_path, model_id, k as u32),
+                section_path: chunk.section_path,
+                anchor: chunk.anchor,
+                line_start: chunk.line_start,
+                line_end: chunk.line_end,
+            });
+            texts.push(chunk.text);
+        }
+        documents.push(Document {
+            path: doc.path,
+            doc_id: doc.doc_id,
+            title: doc.title,
+            description: doc.description,
+            doc_type: doc.doc_type,
+            date: doc.date,
+            tags: doc.tags,
+            lang: doc.lang,
+            first_chunk,
+            chunk_count,
+        });
+    }
+    let lexical = lexical.finish();
+    let vectors = match &opts.model {
+        Some(_) => Some(VectorIndex::build(vectors, opts.hnsw_threshold)?),
+        None => None,
+    };
+    let header = Header {
+        builder: opts.builder.clone(),
+        project_id: opts.project_id.clone(),
+        embedding: opts.model.clone(),
+        analyzer: cfg,
+        counts: Counts {
+            documents: documents.len() as u32,
+            chunks: chunks.len() as u32,
+            terms: lexical.terms.len() as u32,
+            vectors: vectors.as_ref().map_or(0, |v| v.len() as u32),
+        },
+        flags: Flags {
+            hybrid: vectors.is_some(),
+            hnsw: matches!(vectors, Some(VectorIndex::Hnsw(_))),
+        },
+        sections: Vec::new(),
+    };
+    Ok(Bundle {
+        header,
+        docs: DocsSection { documents, chunks },
+        lexical,
+        text: TextSection { texts },
+        vectors,
+    })
+}

@@ -1,0 +1,133 @@
+//! Presentation: a ranked hit becomes a result with breadcrumb, location, snippet and
+//! highlight offsets. Highlights are offsets, never markup, so no front end has to trust
+//! document text as HTML.
+
+use std::collections::BTreeSet;
+
+use super::fuse::Hit;
+use super::{Highlight, RankingSignals, SearchResult};
+use crate::analyze::Analyzer;
+use crate::bundle::Bundle;
+
+/// Longest snippet, in characters, before the ellipses.
+pub const SNIPPET_CHARS: usize = 240;
+/// How much text to keep before the first match, so it is read in context.
+const LEAD_CHARS: usize = 40;
+
+pub fn result(bundle: &Bundle, analyzer: &Analyzer, terms: &[String], hit: Hit) -> SearchResult {
+    let meta = &bundle.docs.chunks[hit.chunk as usize];
+    let doc = &bundle.docs.documents[meta.doc as usize];
+    let (snippet, highlights) = snippet(analyzer, &bundle.text.texts[hit.chunk as usize], terms);
+    SearchResult {
+        document_path: doc.path.clone(),
+        chunk_index: meta.chunk_index,
+        chunk_id: meta.id.clone(),
+        title: doc.title.clone(),
+        section_path: meta.section_path.clone(),
+        anchor: meta.anchor.clone(),
+        line_start: meta.line_start,
+        line_end: meta.line_end,
+        snippet,
+        highlights,
+        score: hit.score,
+        ranking_signals: RankingSignals {
+            lexical: hit.lexical,
+            semantic: hit.semantic,
+        },
+    }
+}
+
+/// The window of `text` (whitespace collapsed) that holds the most distinct query terms,
+/// cut at word boundaries, with `…` where text was cut, and the matches' char offsets in it.
+pub fn snippet(analyzer: &Analyzer, text: &str, terms: &[String]) -> (String, Vec<Highlight>) {
+    let flat: Vec<char> = collapse_whitespace(text).chars().collect();
+    let wanted: BTreeSet<&str> = terms.iter().map(String::as_str).collect();
+    let flat_str: String = flat.iter().collect();
+    let matches: Vec<(usize, usize, String)> = analyzer
+        .tokens(&flat_str)
+        .into_iter()
+        .filter(|t| wanted.contains(t.term.as_str()))
+        .map(|t| (t.start, t.end, t.term))
+        .collect();
+
+    let mut start = 0;
+    let mut best = 0;
+    for (i, m) in matches.iter().enumerate() {
+        let from = m.0.saturating_sub(LEAD_CHARS);
+        let distinct: BTreeSet<&str> = matches[i..]
+            .iter()
+            .take_while(|n| n.1 <= from + SNIPPET_CHARS)
+            .map(|n| n.2.as_str())
+            .collect();
+        if distinct.len() > best {
+            best = distinct.len();
+            start = from;
+        }
+    }
+    let mut end = (start + SNIPPET_CHARS).min(flat.len());
+    if start > 0 {
+        // Start after a space so the snippet does not open mid-word.
+        if let Some(p) = flat[start..end].iter().position(|c| *c == ' ') {
+            if p < LEAD_CHARS {
+                start += p + 1;
+            }
+        }
+    }
+    if end < flat.len() {
+        if let Some(p) = flat[start..end].iter().rposition(|c| *c == ' ') {
+            if p > 0 {
+                end = start + p;
+            }
+        }
+    }
+    let prefix = if start > 0 { "…" } else { "" };
+    let suffix = if end < flat.len() { "…" } else { "" };
+    let shift = prefix.chars().count();
+    let snippet = format!(
+        "{prefix}{}{suffix}",
+        flat[start..end].iter().collect::<String>()
+    );
+    let highlights = matches
+        .iter()
+        .filter(|m| m.0 >= start && m.1 <= end)
+        .map(|m| Highlight {
+            start: m.0 - start + shift,
+            end: m.1 - start + shift,
+        })
+        .collect();
+    (snippet, highlights)
+}
+
+fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn highlights_point_at_the_matched_words() {
+        let a = Analyzer::new();
+        let text = "Intro words. ".repeat(30)
+            + "Set the cache size in the configuration file. "
+            + &"Tail. ".repeat(40);
+        let (snip, hl) = snippet(&a, &text, &a.terms("cache configuration"));
+        let chars: Vec<char> = snip.chars().collect();
+        let words: Vec<String> = hl
+            .iter()
+            .map(|h| chars[h.start..h.end].iter().collect())
+            .collect();
+        assert_eq!(words, vec!["cache", "configuration"]);
+        assert!(snip.starts_with('…') && snip.ends_with('…'));
+        assert!(chars.len() <= SNIPPET_CHARS + 2);
+    }
+
+    #[test]
+    fn no_match_gives_the_opening() {
+        let a = Analyzer::new();
+        let (snip, hl) = snippet(&a, "Short\n\ntext here.", &a.terms("nothing"));
+        assert_eq!(snip, "Short text here.");
+        assert!(hl.is_empty());
+    }
+}

@@ -1,0 +1,161 @@
+//! Spec: a bad bundle is a typed error, never a panic.
+
+mod common;
+
+use docloupe::bundle::{self, HEADER_START};
+use docloupe::{Engine, Error};
+
+fn load(bytes: &[u8]) -> Result<Engine, Error> {
+    Engine::from_bundle(bytes, None)
+}
+
+fn good() -> Vec<u8> {
+    common::fixture_bundle().to_vec()
+}
+
+#[test]
+fn a_good_bundle_loads() {
+    assert!(load(&good()).is_ok());
+}
+
+#[test]
+fn truncated_bundles_say_truncated() {
+    let b = good();
+    for len in [
+        8,
+        20,
+        HEADER_START,
+        HEADER_START + 10,
+        b.len() / 2,
+        b.len() - 1,
+    ] {
+        let err = load(&b[..len]).unwrap_err();
+        assert!(
+            matches!(err, Error::BundleTruncated(_)),
+            "cut at {len}: {err:?}"
+        );
+    }
+}
+
+#[test]
+fn every_prefix_fails_without_panicking() {
+    let b = good();
+    let step = (b.len() / 500).max(1);
+    for len in (0..b.len()).step_by(step) {
+        assert!(load(&b[..len]).is_err(), "prefix of {len} bytes loaded");
+    }
+}
+
+#[test]
+fn wrong_magic_is_not_a_bundle() {
+    let mut b = good();
+    b[0] = b'X';
+    assert!(matches!(load(&b), Err(Error::BadMagic)));
+    assert!(matches!(
+        load(b"PK\x03\x04 a zip file"),
+        Err(Error::BadMagic)
+    ));
+    assert!(matches!(load(b""), Err(Error::BundleTruncated(_))));
+}
+
+#[test]
+fn a_newer_format_version_asks_for_an_upgrade() {
+    let mut b = good();
+    b[8..12].copy_from_slice(&(bundle::FORMAT_VERSION + 1).to_le_bytes());
+    match load(&b) {
+        Err(Error::NewerFormat { found, supported }) => {
+            assert_eq!(
+                (found, supported),
+                (bundle::FORMAT_VERSION + 1, bundle::FORMAT_VERSION)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    b[8..12].copy_from_slice(&0u32.to_le_bytes());
+    assert!(matches!(load(&b), Err(Error::OlderFormat { found: 0, .. })));
+}
+
+#[test]
+fn a_flipped_byte_is_a_checksum_mismatch() {
+    let b = good();
+    let (header, body) = bundle::decode_header(&b).unwrap();
+    // In the header.
+    let mut h = b.clone();
+    h[HEADER_START + 3] ^= 0x55;
+    assert!(matches!(load(&h), Err(Error::ChecksumMismatch { part }) if part == "header"));
+    // In each section.
+    for s in &header.sections {
+        let mut c = b.clone();
+        c[body + s.offset as usize + (s.len as usize / 2)] ^= 0x01;
+        match load(&c) {
+            Err(Error::ChecksumMismatch { part }) => {
+                assert_eq!(part, format!("section {}", s.kind.name()))
+            }
+            other => panic!("{:?}: {other:?}", s.kind),
+        }
+    }
+}
+
+#[test]
+fn random_damage_never_panics() {
+    let b = good();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..300 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut c = b.clone();
+        let i = (x as usize) % c.len();
+        c[i] = c[i].wrapping_add((x >> 32) as u8 | 1);
+        let _ = load(&c);
+    }
+}
+
+#[test]
+fn a_well_checksummed_but_inconsistent_bundle_is_corrupt() {
+    // Re-encode a bundle whose postings point past the last chunk: checksums are valid,
+    // content is not. Loading must catch it before a query indexes out of bounds.
+    let mut decoded = bundle::decode(&good()).unwrap();
+    decoded.lexical.postings[0].chunk_deltas[0] = 1_000_000;
+    let bytes = bundle::encode(&decoded).unwrap();
+    assert!(matches!(load(&bytes), Err(Error::Corrupt(_))));
+
+    let mut decoded = bundle::decode(&good()).unwrap();
+    decoded.docs.chunks[0].doc = 9_999;
+    assert!(matches!(
+        load(&bundle::encode(&decoded).unwrap()),
+        Err(Error::Corrupt(_))
+    ));
+}
+
+#[test]
+fn a_bundle_built_with_another_model_is_refused() {
+    let mut decoded = bundle::decode(&good()).unwrap();
+    let model = decoded.header.embedding.as_mut().unwrap();
+    model.sha256 = "0".repeat(64);
+    model.id = "some-other-model".into();
+    let bytes = bundle::encode(&decoded).unwrap();
+    match Engine::from_bundle(&bytes, Some(common::model_files())) {
+        Err(Error::EmbeddingModelMismatch { expected, provided }) => {
+            assert!(expected.contains("some-other-model"), "{expected}");
+            assert!(provided.contains(&common::model_files().id), "{provided}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_wrong_model_file_is_a_model_error() {
+    let mut files = common::model_files().clone();
+    files.onnx = b"this is not an onnx graph".to_vec();
+    assert!(matches!(
+        Engine::from_bundle(&good(), Some(&files)),
+        Err(Error::Model(_))
+    ));
+    let mut files = common::model_files().clone();
+    files.tokenizer = b"{}".to_vec();
+    assert!(matches!(
+        Engine::from_bundle(&good(), Some(&files)),
+        Err(Error::Model(_))
+    ));
+}

@@ -1,0 +1,78 @@
+//! Helpers shared by the spec tests: fixture paths, the real model, and running the real
+//! `index-builder` binary (built beside the `docloupe` binary by `cargo test --workspace`).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use docloupe::embed::default_model_dir;
+use docloupe::{Embedder, ModelFiles};
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/docs")
+}
+
+pub fn model_dir() -> PathBuf {
+    let dir = default_model_dir();
+    assert!(
+        dir.join("manifest.json").is_file(),
+        "embedding model missing at {}: run `make models`",
+        dir.display()
+    );
+    dir
+}
+
+pub fn model_files() -> &'static ModelFiles {
+    static FILES: OnceLock<ModelFiles> = OnceLock::new();
+    FILES.get_or_init(|| ModelFiles::from_dir(&model_dir()).expect("model loads"))
+}
+
+pub fn embedder() -> Embedder {
+    Embedder::new(model_files()).expect("model runs")
+}
+
+pub fn docloupe_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_docloupe"))
+}
+
+pub fn index_builder_bin() -> PathBuf {
+    let p = docloupe_bin().with_file_name(format!("index-builder{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        p.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace`",
+        p.display()
+    );
+    p
+}
+
+/// Runs `index-builder build <dir> --out <out> <extra...>`; panics with its stderr on failure.
+pub fn build(dir: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let output = Command::new(index_builder_bin())
+        .arg("build")
+        .arg(dir)
+        .arg("--out")
+        .arg(out)
+        .args(["--model", model_dir().to_str().unwrap()])
+        .args(extra)
+        .output()
+        .expect("index-builder runs");
+    assert!(
+        output.status.success(),
+        "index-builder failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("IngestResult JSON on stdout")
+}
+
+/// The fixture collection's bundle with embeddings, built once per test binary.
+pub fn fixture_bundle() -> &'static [u8] {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("fixtures.bundle");
+        build(&fixtures(), &out, &[]);
+        std::fs::read(out).unwrap()
+    })
+}

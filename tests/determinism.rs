@@ -1,0 +1,65 @@
+//! Spec: the same input gives a byte-identical bundle.
+
+mod common;
+
+use sha2::{Digest, Sha256};
+
+fn sha(path: &std::path::Path) -> String {
+    format!("{:x}", Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn two_builds_of_the_same_folder_have_the_same_sha256() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.bundle"), tmp.path().join("b.bundle"));
+    common::build(&common::fixtures(), &a, &[]);
+    common::build(&common::fixtures(), &b, &[]);
+    assert_eq!(sha(&a), sha(&b));
+}
+
+#[test]
+fn a_copy_elsewhere_builds_the_same_bytes() {
+    // Absolute paths, directory order and file times must not leak into the bundle.
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("elsewhere/docs");
+    copy_dir(&common::fixtures(), &copy);
+    let (a, b) = (tmp.path().join("a.bundle"), tmp.path().join("b.bundle"));
+    common::build(&common::fixtures(), &a, &[]);
+    common::build(&copy, &b, &[]);
+    assert_eq!(sha(&a), sha(&b));
+}
+
+#[test]
+fn hnsw_bundles_are_reproducible_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.bundle"), tmp.path().join("b.bundle"));
+    common::build(&common::fixtures(), &a, &["--hnsw-threshold", "1"]);
+    common::build(&common::fixtures(), &b, &["--hnsw-threshold", "1"]);
+    assert_eq!(sha(&a), sha(&b));
+    let engine =
+        docloupe::Engine::from_bundle(&std::fs::read(&a).unwrap(), Some(common::model_files()))
+            .unwrap();
+    assert!(engine.header().flags.hnsw);
+}
+
+#[test]
+fn fulltext_only_builds_are_reproducible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.bundle"), tmp.path().join("b.bundle"));
+    common::build(&common::fixtures(), &a, &["--no-embeddings"]);
+    common::build(&common::fixtures(), &b, &["--no-embeddings"]);
+    assert_eq!(sha(&a), sha(&b));
+}

@@ -1,0 +1,62 @@
+//! Spec: the shipped int8 model matches the fp32 model it was quantized from, and tells
+//! related text from unrelated text.
+
+mod common;
+
+use docloupe::{Embedder, ModelFiles};
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn int8_model_agrees_with_fp32_on_english_and_russian() {
+    let int8 = common::embedder();
+    let fp32 =
+        Embedder::new(&ModelFiles::from_dir_with(&common::model_dir(), "model.fp32.onnx").unwrap())
+            .unwrap();
+    let sentences = [
+        "How do I configure the cache?",
+        "The cache size can be set with the cache.max_bytes option in the configuration file.",
+        "Install the package with npm and run the build script.",
+        "Документация по установке пакета",
+        "Как настроить размер кэша в файле конфигурации?",
+    ];
+    for s in sentences {
+        let c = cosine(&int8.embed(s).unwrap(), &fp32.embed(s).unwrap());
+        assert!(c >= 0.999, "{s:?}: cosine {c}");
+    }
+}
+
+#[test]
+fn a_related_pair_scores_clearly_above_an_unrelated_one() {
+    let e = common::embedder();
+    let q = e.embed("How do I configure the cache size?").unwrap();
+    let related = cosine(
+        &q,
+        &e.embed(
+            "The cache size can be set with the cache.max_bytes option in the configuration file.",
+        )
+        .unwrap(),
+    );
+    let unrelated = cosine(
+        &q,
+        &e.embed("Bananas are a good source of potassium.").unwrap(),
+    );
+    assert!(related > 0.5, "related {related}");
+    assert!(unrelated < 0.15, "unrelated {unrelated}");
+}
+
+#[test]
+fn batched_and_single_embeddings_agree() {
+    let e = common::embedder();
+    let texts = [
+        "short",
+        "a somewhat longer sentence about installing packages on Linux",
+    ];
+    let batch = e.embed_batch(&texts).unwrap();
+    for (t, v) in texts.iter().zip(&batch) {
+        assert!(cosine(v, &e.embed(t).unwrap()) > 0.9999);
+    }
+    assert_eq!(e.dims(), 384);
+}
