@@ -97,6 +97,8 @@ impl ModelFiles {
 pub struct Embedder {
     info: ModelInfo,
     tokenizer: Tokenizer,
+    /// The same tokenizer without truncation or padding, for measuring text.
+    counter: Tokenizer,
     plan: Arc<TypedRunnableModel>,
 }
 
@@ -112,6 +114,12 @@ impl Embedder {
     pub fn new(files: &ModelFiles) -> Result<Embedder> {
         let mut tokenizer = Tokenizer::from_bytes(&files.tokenizer)
             .map_err(|e| Error::Model(format!("tokenizer.json does not load: {e}")))?;
+        // The shipped tokenizer.json pads to a fixed 128 and truncates at 128: replace both.
+        let mut counter = tokenizer.clone();
+        counter.with_padding(None);
+        counter
+            .with_truncation(None)
+            .map_err(|e| Error::Model(format!("tokenizer truncation: {e}")))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: files.max_tokens,
@@ -134,6 +142,7 @@ impl Embedder {
                 max_tokens: files.max_tokens as u32,
             },
             tokenizer,
+            counter,
             plan,
         };
         // One probe run validates the graph end to end and tells the output width.
@@ -153,10 +162,10 @@ impl Embedder {
     /// Number of tokens `text` takes (special tokens included, before truncation).
     pub fn count_tokens(&self, text: &str) -> Result<usize> {
         let enc = self
-            .tokenizer
+            .counter
             .encode_fast(text, true)
             .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
-        Ok(enc.len() + enc.get_overflowing().iter().map(|o| o.len()).sum::<usize>())
+        Ok(enc.len())
     }
 
     /// Embeds one text: a unit vector of `dims` floats.
@@ -167,7 +176,8 @@ impl Embedder {
             .expect("one input gives one output"))
     }
 
-    /// Embeds a batch (padded to its longest member). Each output is a unit vector.
+    /// Embeds a batch (padded to its longest member). Each output is a unit vector. Results
+    /// differ from [`Embedder::embed`] in the last bits (other kernel shapes).
     pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());

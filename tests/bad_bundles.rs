@@ -15,7 +15,7 @@ fn good() -> Vec<u8> {
 
 #[test]
 fn a_good_bundle_loads() {
-    assert!(load(&good()).is_ok());
+    load(&good()).unwrap();
 }
 
 #[test]

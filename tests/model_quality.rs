@@ -60,3 +60,14 @@ fn batched_and_single_embeddings_agree() {
     }
     assert_eq!(e.dims(), 384);
 }
+
+#[test]
+fn one_text_always_gets_the_same_vector() {
+    // The builder embeds chunk by chunk, relying on this: identical chunks get identical
+    // vectors, whichever thread or order they come in.
+    let e = common::embedder();
+    let a = e.embed("install the package").unwrap();
+    e.embed("something else entirely, and longer than the first")
+        .unwrap();
+    assert_eq!(a, e.embed("install the package").unwrap());
+}

@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn long_section_splits_within_budget_with_overlap() {
-        let para = "word ".repeat(40);
+        let para = "word ".repeat(70);
         let s = section(vec![&para, &para, &para, "short tail", &para]);
         let c = chunk_section(&s, &["T".into()], 128, &EstimateCounter);
         assert!(c.len() >= 3, "{c:?}");

@@ -104,6 +104,24 @@ impl LexicalIndex {
         self.term_id(term).map_or(0, |i| self.postings[i].tfs.len())
     }
 
+    /// Inverse document frequency as BM25 uses it; a term absent from the index gets the
+    /// highest idf, as if it were in no chunk.
+    pub fn idf(&self, term: &str) -> f32 {
+        let n = self.chunk_lengths.len() as f32;
+        let df = self.doc_freq(term) as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// What a chunk matching every distinct query term once, at average length, would score:
+    /// Σ idf. Dividing by it puts BM25 on a query-independent 0..1 scale (clamped; title
+    /// matches and repeated terms can exceed it).
+    pub fn ideal_score(&self, terms: &[String]) -> f32 {
+        let mut unique: Vec<&String> = terms.iter().collect();
+        unique.sort();
+        unique.dedup();
+        unique.into_iter().map(|t| self.idf(t)).sum()
+    }
+
     /// BM25 scores of every chunk that contains at least one of `terms`, in chunk order.
     /// Repeated query terms count once.
     pub fn score(&self, cfg: &AnalyzerConfig, terms: &[String]) -> Vec<(u32, f32)> {
@@ -124,8 +142,7 @@ impl LexicalIndex {
                 continue;
             };
             let postings = &self.postings[tid];
-            let df = postings.tfs.len() as f32;
-            let idf = (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln();
+            let idf = self.idf(term);
             for (chunk, tf) in postings.iter() {
                 let c = chunk as usize;
                 let tf = tf as f32;

@@ -198,14 +198,8 @@ impl VectorIndex {
 }
 
 /// Graph links are private to instant-distance, and an out-of-range link would panic inside
-/// its search. This mirror has the same serde layout, so the section's bytes can be decoded
-/// a second time and every link checked before the real graph is trusted.
-#[derive(Deserialize)]
-enum VectorIndexMirror {
-    Flat(#[allow(dead_code)] serde::de::IgnoredAny),
-    Hnsw(HnswMirror),
-}
-
+/// its search. This mirror has the same serde layout as `Hnsw<QVec>`, so the section's bytes
+/// can be decoded a second time and every link checked before the real graph is trusted.
 #[derive(Deserialize)]
 struct HnswMirror {
     ef_search: usize,
@@ -225,11 +219,12 @@ const INVALID: u32 = u32::MAX;
 /// Validates the links of an HNSW vectors section from its raw (checksum-verified) bytes.
 pub fn validate_graph_bytes(bytes: &[u8]) -> Result<()> {
     let bad = |m: &str| Err(Error::Corrupt(format!("vector graph: {m}")));
-    let mirror: VectorIndexMirror =
-        postcard::from_bytes(bytes).map_err(|e| Error::Corrupt(format!("vector graph: {e}")))?;
-    let VectorIndexMirror::Hnsw(h) = mirror else {
+    // postcard writes the enum variant index first, as a varint: 0 = Flat, 1 = Hnsw.
+    let Some((&1, graph)) = bytes.split_first() else {
         return Ok(());
     };
+    let (h, _): (HnswMirror, _) = postcard::take_from_bytes(graph)
+        .map_err(|e| Error::Corrupt(format!("vector graph: {e}")))?;
     let n = h.points.len();
     if h.zero.len() != n {
         return bad("zero layer and points differ in size");

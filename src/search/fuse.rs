@@ -2,15 +2,20 @@
 //!
 //! Hybrid scoring: the candidate pool is the union of the top [`POOL_PER_SIDE`] chunks of
 //! each retriever. Every pooled chunk gets both raw signals (its exact BM25, its cosine), each
-//! signal is divided by its maximum over the pool, and the fused score is their weighted sum:
+//! mapped onto 0..1 without looking at the rest of the pool, and the fused score is their
+//! weighted sum:
 //!
 //! ```text
-//! score = LEXICAL_WEIGHT · bm25 / max_bm25 + SEMANTIC_WEIGHT · max(cos, 0) / max_cos
+//! lexical  = min(1, bm25 / Σ idf(query terms))     Σ idf: a chunk holding every term once
+//! semantic = max(0, cos)
+//! score    = LEXICAL_WEIGHT · lexical + SEMANTIC_WEIGHT · semantic
 //! ```
 //!
-//! Max-normalization keeps each side on [0, 1] whatever the corpus (BM25 is unbounded,
-//! cosines of this model cluster in 0.1–0.7), and unlike reciprocal-rank fusion it keeps the
-//! *margin* between hits, so a chunk that is far better on one side stays far ahead.
+//! Pool-independent normalization matters: dividing by the pool's maximum (the obvious
+//! choice) makes a chunk that shares one stray word with the query a perfect lexical match
+//! whenever nothing better matched lexically, and lets it outrank a strong semantic hit.
+//! Here a chunk matching one of four query terms scores about a quarter, whatever else
+//! was retrieved, and a score means the same across queries and across exact and HNSW search.
 //! Ties break by `documentPath`, then `chunkIndex`, so results are fully deterministic.
 
 use std::cmp::Ordering;
@@ -87,17 +92,18 @@ fn hybrid(bundle: &Bundle, terms: &[String], q: &[f32]) -> Vec<Hit> {
         pool.get_mut(chunk).expect("from the pool").1 = Some(cos);
     }
 
-    let max_lex = pool.values().map(|v| v.0).fold(0f32, f32::max);
-    let max_sem = pool
-        .values()
-        .map(|v| v.1.unwrap_or(0.0).max(0.0))
-        .fold(0f32, f32::max);
-    let norm = |x: f32, max: f32| if max > 0.0 { x / max } else { 0.0 };
+    let ideal = bundle.lexical.ideal_score(terms);
+    let lexical_norm = |bm25: f32| {
+        if ideal > 0.0 {
+            (bm25 / ideal).min(1.0)
+        } else {
+            0.0
+        }
+    };
     pool.into_iter()
         .map(|(chunk, (lexical, cos))| {
             let semantic = cos.unwrap_or(0.0).max(0.0);
-            let score =
-                LEXICAL_WEIGHT * norm(lexical, max_lex) + SEMANTIC_WEIGHT * norm(semantic, max_sem);
+            let score = LEXICAL_WEIGHT * lexical_norm(lexical) + SEMANTIC_WEIGHT * semantic;
             Hit {
                 chunk,
                 score,
