@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 use tract_onnx::prelude::*;
 
 use crate::error::{Error, Result};
@@ -126,10 +126,7 @@ impl Embedder {
                 ..Default::default()
             }))
             .map_err(|e| Error::Model(format!("tokenizer truncation: {e}")))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..Default::default()
-        }));
+        tokenizer.with_padding(None);
 
         let plan = load_plan(&files.onnx)
             .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")))?;
@@ -168,82 +165,64 @@ impl Embedder {
         Ok(enc.len())
     }
 
-    /// Embeds one text: a unit vector of `dims` floats.
+    /// Embeds one text: a unit vector of `dims` floats. Deterministic: the same text always
+    /// gives the same bits.
     pub fn embed(&self, text: &str) -> Result<Vec<f32>> {
-        Ok(self
-            .embed_batch(&[text])?
-            .pop()
-            .expect("one input gives one output"))
-    }
-
-    /// Embeds a batch (padded to its longest member). Each output is a unit vector. Results
-    /// differ from [`Embedder::embed`] in the last bits (other kernel shapes).
-    pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let encodings = self
+        let enc = self
             .tokenizer
-            .encode_batch_fast(texts.to_vec(), true)
+            .encode_fast(text, true)
             .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
-        let batch = encodings.len();
-        let seq = encodings.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
-        let mut ids = vec![0i64; batch * seq];
-        let mut mask = vec![0i64; batch * seq];
-        let mut types = vec![0i64; batch * seq];
-        for (b, enc) in encodings.iter().enumerate() {
-            for (i, ((&id, &m), &t)) in enc
-                .get_ids()
-                .iter()
-                .zip(enc.get_attention_mask())
-                .zip(enc.get_type_ids())
-                .enumerate()
-            {
-                ids[b * seq + i] = id as i64;
-                mask[b * seq + i] = m as i64;
-                types[b * seq + i] = t as i64;
-            }
-        }
-        let tensor = |v: Vec<i64>| -> Result<TValue> {
-            Ok(Tensor::from_shape(&[batch, seq], &v)
+        let seq = enc.len().max(1);
+        let column = |v: &[u32]| -> Result<TValue> {
+            let mut data: Vec<i64> = v.iter().map(|&x| x as i64).collect();
+            data.resize(seq, 0);
+            Ok(Tensor::from_shape(&[1, seq], &data)
                 .map_err(|e| Error::Model(e.to_string()))?
                 .into())
         };
+        let mask = enc.get_attention_mask();
         let outputs = self
             .plan
-            .run(tvec![tensor(ids)?, tensor(mask.clone())?, tensor(types)?])
+            .run(tvec![
+                column(enc.get_ids())?,
+                column(mask)?,
+                column(enc.get_type_ids())?
+            ])
             .map_err(|e| Error::Model(format!("inference failed: {e:#}")))?;
         let hidden = outputs[0]
             .to_plain_array_view::<f32>()
             .map_err(|e| Error::Model(e.to_string()))?;
         let shape = hidden.shape().to_vec();
-        if shape.len() != 3 || shape[0] != batch || shape[1] != seq {
+        if shape.len() != 3 || shape[0] != 1 || shape[1] != seq {
             return Err(Error::Model(format!(
-                "unexpected output shape {shape:?}, want [{batch}, {seq}, dims]"
+                "unexpected output shape {shape:?}, want [1, {seq}, dims]"
             )));
         }
         let dims = shape[2];
         let hidden = hidden
             .as_slice()
             .ok_or_else(|| Error::Model("output is not contiguous".into()))?;
-        let mut out = Vec::with_capacity(batch);
-        for b in 0..batch {
-            let mut v = vec![0f32; dims];
-            let mut n = 0f32;
-            for i in 0..seq {
-                if mask[b * seq + i] != 0 {
-                    let row = &hidden[(b * seq + i) * dims..(b * seq + i + 1) * dims];
-                    v.iter_mut().zip(row).for_each(|(a, x)| *a += x);
-                    n += 1.0;
-                }
+        // Mean over the real tokens (the mask is all ones without padding, but honour it).
+        let mut v = vec![0f32; dims];
+        let mut n = 0f32;
+        for (i, row) in hidden.chunks_exact(dims).enumerate() {
+            if mask.get(i).copied().unwrap_or(0) != 0 {
+                v.iter_mut().zip(row).for_each(|(a, x)| *a += x);
+                n += 1.0;
             }
-            if n > 0.0 {
-                v.iter_mut().for_each(|a| *a /= n);
-            }
-            normalize(&mut v);
-            out.push(v);
         }
-        Ok(out)
+        if n > 0.0 {
+            v.iter_mut().for_each(|a| *a /= n);
+        }
+        normalize(&mut v);
+        Ok(v)
+    }
+
+    /// Embeds several texts, one model call each. The plan is built for batch size 1: that
+    /// runs ~1.5× faster than a symbolic batch on tract, and makes a vector a function of its
+    /// text alone (batched runs round differently with the batch's shape).
+    pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        texts.iter().map(|t| self.embed(t)).collect()
     }
 }
 
@@ -256,8 +235,13 @@ pub fn normalize(v: &mut [f32]) {
 }
 
 fn load_plan(onnx: &[u8]) -> TractResult<Arc<TypedRunnableModel>> {
-    // Keep the file's symbolic batch/sequence dims: one optimized plan serves every shape.
-    let model = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(onnx))?;
+    let mut model = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(onnx))?;
+    // Batch fixed to 1 (every call embeds one text; see index-builder's build.rs), sequence
+    // kept symbolic: one optimized plan serves every length.
+    let seq = model.symbols.sym("sequence");
+    for input in 0..3 {
+        model.set_input_fact(input, i64::fact(&[1.to_dim(), seq.clone().to_dim()]).into())?;
+    }
     model.into_optimized()?.into_runnable()
 }
 
