@@ -360,10 +360,29 @@ fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> Fron
     let docs = match YamlLoader::load_from_str(yaml) {
         Ok(d) => d,
         Err(e) => {
+            // Real docs sets carry front matter that only lenient parsers accept (e.g. a flow
+            // list continued at column 1). Keep what is unambiguous: the scalar lines.
             warnings.push(format!(
-                "{rel}: front matter is not valid YAML ({e}); ignored"
+                "{rel}: front matter is not valid YAML ({e}); only its simple `key: value` lines were read"
             ));
-            return FrontMatter::default();
+            let simple: String = yaml
+                .lines()
+                .filter(|l| {
+                    let key = l.split(':').next().unwrap_or("");
+                    !l.starts_with([' ', '\t', '-', '"', '[', '#'])
+                        && l.contains(": ")
+                        && !l.contains(": [")
+                        && !l.contains(": {")
+                        && key
+                            .chars()
+                            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
+                })
+                .map(|l| format!("{l}\n"))
+                .collect();
+            match YamlLoader::load_from_str(&simple) {
+                Ok(d) => d,
+                Err(_) => return FrontMatter::default(),
+            }
         }
     };
     let Some(doc) = docs.into_iter().next() else {
@@ -489,6 +508,18 @@ mod tests {
         );
         assert_eq!(doc.title, "Real");
         assert_eq!(w.len(), 1);
+    }
+
+    #[test]
+    fn front_matter_that_strict_yaml_rejects_keeps_its_simple_fields() {
+        // As in MicrosoftDocs/cpp-docs take-view-class.md: a flow list continued at column 1.
+        let mut w = Vec::new();
+        let src = "---\ntitle: take_view class\ndescription: \"API reference.\"\nms.date: 10/19/2022\nhelpviewer_keywords: [\"a\",\n\"b\"]\n---\n# take_view class (C++)\n\ntext\n";
+        let doc = parse_markdown(src, "s", &mut w, "x.md");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(doc.title, "take_view class");
+        assert_eq!(doc.front.description.as_deref(), Some("API reference."));
+        assert_eq!(doc.front.date.as_deref(), Some("2022-10-19"));
     }
 
     #[test]
