@@ -41,6 +41,20 @@ impl Postings {
     }
 }
 
+/// BM25's idf for a term in `df` of `n` chunks.
+fn bm25_idf(n: usize, df: usize) -> f32 {
+    let (n, df) = (n as f32, df as f32);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// Distinct terms, sorted: a repeated query term counts once.
+fn unique(terms: &[String]) -> Vec<&str> {
+    let mut unique: Vec<&str> = terms.iter().map(String::as_str).collect();
+    unique.sort_unstable();
+    unique.dedup();
+    unique
+}
+
 /// Collects weighted terms chunk by chunk (in chunk order) and produces a [`LexicalIndex`].
 #[derive(Debug, Default)]
 pub struct LexicalBuilder {
@@ -107,19 +121,14 @@ impl LexicalIndex {
     /// Inverse document frequency as BM25 uses it; a term absent from the index gets the
     /// highest idf, as if it were in no chunk.
     pub fn idf(&self, term: &str) -> f32 {
-        let n = self.chunk_lengths.len() as f32;
-        let df = self.doc_freq(term) as f32;
-        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        bm25_idf(self.chunk_lengths.len(), self.doc_freq(term))
     }
 
     /// What a chunk matching every distinct query term once, at average length, would score:
     /// Σ idf. Dividing by it puts BM25 on a query-independent 0..1 scale (clamped; title
     /// matches and repeated terms can exceed it).
     pub fn ideal_score(&self, terms: &[String]) -> f32 {
-        let mut unique: Vec<&String> = terms.iter().collect();
-        unique.sort();
-        unique.dedup();
-        unique.into_iter().map(|t| self.idf(t)).sum()
+        unique(terms).into_iter().map(|t| self.idf(t)).sum()
     }
 
     /// BM25 scores of every chunk that contains at least one of `terms`, in chunk order.
@@ -131,18 +140,14 @@ impl LexicalIndex {
         }
         let avg_len =
             (self.chunk_lengths.iter().map(|&l| l as f64).sum::<f64>() / n as f64).max(1.0) as f32;
-        let mut unique: Vec<&String> = terms.iter().collect();
-        unique.sort();
-        unique.dedup();
-
         let mut scores = vec![0f32; n];
         let mut touched = Vec::new();
-        for term in unique {
+        for term in unique(terms) {
             let Some(tid) = self.term_id(term) else {
                 continue;
             };
             let postings = &self.postings[tid];
-            let idf = self.idf(term);
+            let idf = bm25_idf(n, postings.tfs.len());
             for (chunk, tf) in postings.iter() {
                 let c = chunk as usize;
                 let tf = tf as f32;
