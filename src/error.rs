@@ -48,9 +48,35 @@ pub enum Error {
     #[error("the search query is empty")]
     QueryEmpty,
 
-    /// A semantic or hybrid search was asked of an engine that has no vectors or no model.
+    /// A semantic or hybrid search was asked of a bundle built without embeddings.
+    #[error("invalid request: mode {mode:?} needs embeddings, but this bundle was built with --no-embeddings; use mode \"fulltext\"")]
+    HybridNotSupported { mode: String },
+
+    /// A semantic or hybrid search was asked of an engine whose embedding model is not
+    /// loaded (or failed on this query).
     #[error("semantic search unavailable: {0}")]
     SemanticUnavailable(String),
+
+    /// The request names a project this collection does not belong to.
+    #[error("project {requested:?} not found: this collection is {}", available.as_deref().map_or("not bound to a project".to_owned(), |p| format!("project {p:?}")))]
+    ProjectNotFound {
+        requested: String,
+        available: Option<String>,
+    },
+
+    /// The rerank stage failed under the `error_on_total_failure` policy, or the fused stage
+    /// it depends on is unavailable.
+    #[error("reranking unavailable: {message}")]
+    RerankUnavailable {
+        /// Stable name: `FusedStageUnavailable`, `RerankModelUnavailable`, `RerankFailed`,
+        /// `RerankBudgetExceeded`.
+        reason: &'static str,
+        message: String,
+    },
+
+    /// A bug: an invariant the engine relies on does not hold.
+    #[error("internal error: {0}")]
+    Internal(String),
 
     /// Serialization of a bundle failed (builder side).
     #[error("cannot encode bundle: {0}")]
@@ -58,3 +84,88 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The contract's error codes, as every front end reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    InvalidRequest,
+    SearchQueryEmpty,
+    DocsCollectionUnavailable,
+    DocsRerankingUnavailable,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::SearchQueryEmpty => "SEARCH_QUERY_EMPTY",
+            ErrorCode::DocsCollectionUnavailable => "DOCS_COLLECTION_UNAVAILABLE",
+            ErrorCode::DocsRerankingUnavailable => "DOCS_RERANKING_UNAVAILABLE",
+            ErrorCode::InternalError => "INTERNAL_ERROR",
+        }
+    }
+}
+
+impl Error {
+    /// The contract code this error is reported under.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::InvalidRequest { .. } | Error::HybridNotSupported { .. } => {
+                ErrorCode::InvalidRequest
+            }
+            Error::QueryEmpty => ErrorCode::SearchQueryEmpty,
+            Error::BundleTruncated(_)
+            | Error::BadMagic
+            | Error::NewerFormat { .. }
+            | Error::OlderFormat { .. }
+            | Error::ChecksumMismatch { .. }
+            | Error::Corrupt(_)
+            | Error::EmbeddingModelMismatch { .. }
+            | Error::ProjectNotFound { .. }
+            | Error::SemanticUnavailable(_) => ErrorCode::DocsCollectionUnavailable,
+            Error::RerankUnavailable { .. } => ErrorCode::DocsRerankingUnavailable,
+            Error::Model(_) | Error::Encode(_) | Error::Internal(_) => ErrorCode::InternalError,
+        }
+    }
+
+    /// Machine-readable particulars: `reason` (a stable CamelCase name) plus the fields that
+    /// explain it, e.g. `{"reason": "OutOfRange", "field": "limit"}`.
+    pub fn details(&self) -> Option<serde_json::Value> {
+        use serde_json::json;
+        Some(match self {
+            Error::InvalidRequest { field, message } => {
+                json!({"reason": "InvalidField", "field": field, "message": message})
+            }
+            Error::HybridNotSupported { mode } => {
+                json!({"reason": "HybridNotSupported", "field": "mode", "mode": mode})
+            }
+            Error::QueryEmpty => json!({"field": "query"}),
+            Error::BundleTruncated(_) => json!({"reason": "BundleTruncated"}),
+            Error::BadMagic => json!({"reason": "NotABundle"}),
+            Error::NewerFormat { found, supported } => {
+                json!({"reason": "NewerFormat", "found": found, "supported": supported})
+            }
+            Error::OlderFormat { found, oldest } => {
+                json!({"reason": "OlderFormat", "found": found, "oldest": oldest})
+            }
+            Error::ChecksumMismatch { part } => {
+                json!({"reason": "ChecksumMismatch", "part": part})
+            }
+            Error::Corrupt(_) => json!({"reason": "Corrupt"}),
+            Error::EmbeddingModelMismatch { expected, provided } => {
+                json!({"reason": "EmbeddingModelMismatch", "expected": expected, "provided": provided})
+            }
+            Error::ProjectNotFound {
+                requested,
+                available,
+            } => {
+                json!({"reason": "ProjectNotFound", "projectId": requested, "available": available})
+            }
+            Error::SemanticUnavailable(_) => json!({"reason": "EmbeddingModelNotLoaded"}),
+            Error::RerankUnavailable { reason, .. } => json!({"reason": reason}),
+            Error::Model(_) | Error::Encode(_) | Error::Internal(_) => return None,
+        })
+    }
+}

@@ -11,5 +11,8 @@ pub mod index;
 pub mod search;
 
 pub use embed::{Embedder, ModelFiles, ModelInfo};
-pub use error::{Error, Result};
-pub use search::{Engine, Mode, SearchRequest, SearchResponse, SearchResult};
+pub use error::{Error, ErrorCode, Result};
+pub use search::{
+    CrossEncoder, Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion, Mode,
+    Rerank, RerankerFiles, SearchRequest, SearchResponse, SearchResult,
+};

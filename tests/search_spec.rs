@@ -68,6 +68,7 @@ fn results_carry_breadcrumb_anchor_and_lines() {
         .search(
             &SearchRequest::new("cache size option")
                 .mode(Mode::Hybrid)
+                .rerank(false)
                 .limit(3),
         )
         .unwrap();
@@ -178,8 +179,16 @@ fn fulltext_needs_no_model_and_semantic_says_why_it_cannot_run() {
         .unwrap();
     assert_eq!(r.results[0].document_path, "en/caching.md");
     assert!(matches!(
-        e.search(&SearchRequest::new("cache")),
+        e.search(&SearchRequest::new("cache").mode(Mode::Semantic)),
         Err(docloupe::Error::SemanticUnavailable(_))
+    ));
+    // Hybrid needs the fused stage, which needs the model.
+    assert!(matches!(
+        e.search(&SearchRequest::new("cache")),
+        Err(docloupe::Error::RerankUnavailable {
+            reason: "FusedStageUnavailable",
+            ..
+        })
     ));
 }
 

@@ -119,6 +119,26 @@ impl VectorIndex {
         }
     }
 
+    /// The vector at storage position `i` (graph order for HNSW, chunk order for flat).
+    pub fn point(&self, i: u32) -> &QVec {
+        match self {
+            VectorIndex::Flat(v) => &v[i as usize],
+            VectorIndex::Hnsw(h) => &h[instant_distance::PointId::from(i)],
+        }
+    }
+
+    /// For each of `n_chunks` chunks, the storage position of its vector (`u32::MAX`: none).
+    /// Built once per engine, so scoring a given chunk is one index away.
+    pub fn positions(&self, n_chunks: usize) -> Vec<u32> {
+        let mut pos = vec![u32::MAX; n_chunks];
+        for (i, p) in self.vectors().enumerate() {
+            if let Some(slot) = pos.get_mut(p.chunk as usize) {
+                *slot = i as u32;
+            }
+        }
+        pos
+    }
+
     /// The `k` chunks nearest to the unit query `q`, as (chunk, cosine), best first.
     /// Graph results are re-scored against the f32 query, so both paths report the same scale.
     pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(u32, f32)> {

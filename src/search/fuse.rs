@@ -1,46 +1,86 @@
 //! Fusion: one ranked list from the lexical and semantic signals.
 //!
-//! Hybrid scoring: the candidate pool is the union of the top [`POOL_PER_SIDE`] chunks of
-//! each retriever. Every pooled chunk gets both raw signals (its exact BM25, its cosine), each
-//! mapped onto 0..1 without looking at the rest of the pool, and the fused score is their
-//! weighted sum:
+//! The hybrid candidate pool is the union of the top `pool` chunks of each retriever. Every
+//! pooled chunk gets both raw signals (its exact BM25, its cosine), and one of two fusions
+//! orders them:
+//!
+//! **Weighted** (the default), pool-independent:
 //!
 //! ```text
 //! lexical  = min(1, bm25 / Σ idf(query terms))     Σ idf: a chunk holding every term once
+//!          = 1 when the chunk's title/breadcrumb contains every query term
 //! semantic = max(0, cos)
 //! score    = LEXICAL_WEIGHT · lexical + SEMANTIC_WEIGHT · semantic
 //! ```
 //!
-//! Pool-independent normalization matters: dividing by the pool's maximum (the obvious
-//! choice) makes a chunk that shares one stray word with the query a perfect lexical match
-//! whenever nothing better matched lexically, and lets it outrank a strong semantic hit.
-//! Here a chunk matching one of four query terms scores about a quarter, whatever else
-//! was retrieved, and a score means the same across queries and across exact and HNSW search.
+//! Dividing by the pool's maximum (the obvious choice) makes a chunk that shares one stray
+//! word with the query a perfect lexical match whenever nothing better matched lexically,
+//! and lets it outrank a strong semantic hit. Here a chunk matching one of four query terms
+//! scores about a quarter, whatever else was retrieved. The breadcrumb rule guarantees that
+//! a section titled with every query word scores at least 0.5 and so never loses to a
+//! semantic near-miss that shares no word with the query (at most 0.5·cos < 0.5).
+//!
+//! **Reciprocal rank** (`Fusion::Rrf`, kept for comparison on the quality benchmark):
+//! `Σ 1 / (60 + rank)` over the chunk's rank by BM25 and by cosine within the pool.
+//!
 //! Ties break by `documentPath`, then `chunkIndex`, so results are fully deterministic.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::retrieve::{self, POOL_PER_SIDE};
+use super::retrieve::Retriever;
 use super::Mode;
+use crate::analyze::Analyzer;
 use crate::bundle::Bundle;
 
 pub const LEXICAL_WEIGHT: f32 = 0.5;
 pub const SEMANTIC_WEIGHT: f32 = 0.5;
+/// The usual RRF constant (Cormack et al. 2009).
+pub const RRF_K: f32 = 60.0;
+
+/// How hybrid search combines its two signals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fusion {
+    #[default]
+    Weighted,
+    Rrf,
+}
+
+impl std::str::FromStr for Fusion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "weighted" => Ok(Fusion::Weighted),
+            "rrf" => Ok(Fusion::Rrf),
+            _ => Err(format!("unknown fusion {s:?} (weighted or rrf)")),
+        }
+    }
+}
 
 /// A ranked chunk with its signals.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub chunk: u32,
     pub score: f32,
+    /// Raw BM25.
     pub lexical: f32,
+    /// Cosine, clamped at 0.
     pub semantic: f32,
 }
 
-/// Every candidate, best first.
-pub fn rank(bundle: &Bundle, terms: &[String], query: Option<&[f32]>, mode: Mode) -> Vec<Hit> {
+/// Every candidate in scope, best first.
+pub fn rank(
+    r: &Retriever,
+    analyzer: &Analyzer,
+    terms: &[String],
+    query: Option<&[f32]>,
+    mode: Mode,
+    fusion: Fusion,
+    pool: usize,
+) -> Vec<Hit> {
     let mut hits = match (mode, query) {
-        (Mode::Fulltext, _) | (_, None) => retrieve::lexical(bundle, terms)
+        (Mode::Fulltext, _) | (_, None) => r
+            .lexical(terms)
             .into_iter()
             .map(|(chunk, s)| Hit {
                 chunk,
@@ -49,7 +89,8 @@ pub fn rank(bundle: &Bundle, terms: &[String], query: Option<&[f32]>, mode: Mode
                 semantic: 0.0,
             })
             .collect(),
-        (Mode::Semantic, Some(q)) => retrieve::semantic(bundle, q, POOL_PER_SIDE)
+        (Mode::Semantic, Some(q)) => r
+            .semantic(q, pool)
             .into_iter()
             .map(|(chunk, cos)| Hit {
                 chunk,
@@ -58,73 +99,142 @@ pub fn rank(bundle: &Bundle, terms: &[String], query: Option<&[f32]>, mode: Mode
                 semantic: cos.max(0.0),
             })
             .collect(),
-        (Mode::Hybrid, Some(q)) => hybrid(bundle, terms, q),
+        (Mode::Hybrid, Some(q)) => hybrid(r, analyzer, terms, q, fusion, pool),
     };
-    sort(bundle, &mut hits);
+    sort(r.bundle, &mut hits);
     hits
 }
 
-fn hybrid(bundle: &Bundle, terms: &[String], q: &[f32]) -> Vec<Hit> {
-    let lexical_all = retrieve::lexical(bundle, terms);
-    let mut by_lexical = lexical_all.clone();
-    by_lexical.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    by_lexical.truncate(POOL_PER_SIDE);
+fn hybrid(
+    r: &Retriever,
+    analyzer: &Analyzer,
+    terms: &[String],
+    q: &[f32],
+    fusion: Fusion,
+    pool_size: usize,
+) -> Vec<Hit> {
+    let lexical_all = r.lexical(terms);
+    let mut top_lexical: Vec<(u32, f32)> = lexical_all.clone();
+    top_lexical.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    top_lexical.truncate(pool_size);
 
-    let mut pool: BTreeMap<u32, (f32, Option<f32>)> = BTreeMap::new();
-    for (chunk, s) in by_lexical {
-        pool.insert(chunk, (s, None));
+    // chunk → (bm25, cosine)
+    let mut pool: BTreeMap<u32, (f32, f32)> = BTreeMap::new();
+    for (chunk, bm25) in top_lexical {
+        pool.insert(chunk, (bm25, f32::NAN));
     }
-    for (chunk, cos) in retrieve::semantic(bundle, q, POOL_PER_SIDE) {
+    for (chunk, cos) in r.semantic(q, pool_size) {
         let bm25 = lexical_all
             .binary_search_by_key(&chunk, |x| x.0)
             .map_or(0.0, |i| lexical_all[i].1);
-        pool.entry(chunk).or_insert((bm25, None)).1 = Some(cos);
+        pool.insert(chunk, (bm25, cos));
     }
-    let missing: Vec<u32> = pool
-        .iter()
-        .filter(|(_, v)| v.1.is_none())
-        .map(|(&c, _)| c)
-        .collect();
-    for (chunk, cos) in missing
-        .iter()
-        .zip(retrieve::semantic_for(bundle, q, &missing))
-    {
-        pool.get_mut(chunk).expect("from the pool").1 = Some(cos);
+    for (chunk, v) in pool.iter_mut() {
+        if v.1.is_nan() {
+            v.1 = r.cosine(q, *chunk).unwrap_or(0.0);
+        }
     }
 
-    let ideal = bundle.lexical.ideal_score(terms);
-    let lexical_norm = |bm25: f32| {
-        if ideal > 0.0 {
-            (bm25 / ideal).min(1.0)
-        } else {
-            0.0
+    let scores: Vec<(u32, f32, f32, f32)> = match fusion {
+        Fusion::Weighted => {
+            let ideal = r.bundle.lexical.ideal_score(terms);
+            let query_terms: BTreeSet<&str> = terms.iter().map(String::as_str).collect();
+            pool.into_iter()
+                .map(|(chunk, (bm25, cos))| {
+                    let mut lexical = if ideal > 0.0 {
+                        (bm25 / ideal).min(1.0)
+                    } else {
+                        0.0
+                    };
+                    if bm25 > 0.0
+                        && lexical < 1.0
+                        && breadcrumb_has_all(r.bundle, analyzer, chunk, &query_terms)
+                    {
+                        lexical = 1.0;
+                    }
+                    let semantic = cos.max(0.0);
+                    let score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic;
+                    (chunk, score, bm25, semantic)
+                })
+                .collect()
+        }
+        Fusion::Rrf => {
+            let entries: Vec<(u32, f32, f32)> =
+                pool.into_iter().map(|(c, (b, s))| (c, b, s)).collect();
+            let rank_of = |key: fn(&(u32, f32, f32)) -> f32| {
+                let mut order: Vec<usize> = (0..entries.len()).collect();
+                order.sort_by(|&a, &b| {
+                    key(&entries[b])
+                        .total_cmp(&key(&entries[a]))
+                        .then(entries[a].0.cmp(&entries[b].0))
+                });
+                let mut ranks = vec![0usize; entries.len()];
+                for (rank, i) in order.into_iter().enumerate() {
+                    ranks[i] = rank + 1;
+                }
+                ranks
+            };
+            let lex_rank = rank_of(|e| e.1);
+            let sem_rank = rank_of(|e| e.2);
+            entries
+                .iter()
+                .enumerate()
+                .map(|(i, &(chunk, bm25, cos))| {
+                    let mut score = 0.0;
+                    if bm25 > 0.0 {
+                        score += 1.0 / (RRF_K + lex_rank[i] as f32);
+                    }
+                    if cos > 0.0 {
+                        score += 1.0 / (RRF_K + sem_rank[i] as f32);
+                    }
+                    (chunk, score, bm25, cos.max(0.0))
+                })
+                .collect()
         }
     };
-    pool.into_iter()
-        .map(|(chunk, (lexical, cos))| {
-            let semantic = cos.unwrap_or(0.0).max(0.0);
-            let score = LEXICAL_WEIGHT * lexical_norm(lexical) + SEMANTIC_WEIGHT * semantic;
-            Hit {
-                chunk,
-                score,
-                lexical,
-                semantic,
-            }
+    scores
+        .into_iter()
+        .map(|(chunk, score, lexical, semantic)| Hit {
+            chunk,
+            score,
+            lexical,
+            semantic,
         })
         .collect()
 }
 
+/// Whether the chunk's document title and section headings hold every query term.
+fn breadcrumb_has_all(
+    bundle: &Bundle,
+    analyzer: &Analyzer,
+    chunk: u32,
+    query_terms: &BTreeSet<&str>,
+) -> bool {
+    if query_terms.is_empty() {
+        return false;
+    }
+    let meta = &bundle.docs.chunks[chunk as usize];
+    let doc = &bundle.docs.documents[meta.doc as usize];
+    let mut heading_terms: BTreeSet<String> = analyzer.terms(&doc.title).into_iter().collect();
+    for h in &meta.section_path {
+        heading_terms.extend(analyzer.terms(h));
+    }
+    query_terms.iter().all(|t| heading_terms.contains(*t))
+}
+
 /// Score descending, then `documentPath`, then `chunkIndex`.
 pub fn sort(bundle: &Bundle, hits: &mut [Hit]) {
-    let key = |chunk: u32| {
-        let meta = &bundle.docs.chunks[chunk as usize];
-        (
-            &bundle.docs.documents[meta.doc as usize].path,
-            meta.chunk_index,
-        )
-    };
     hits.sort_by(|a, b| match b.score.total_cmp(&a.score) {
-        Ordering::Equal => key(a.chunk).cmp(&key(b.chunk)),
+        Ordering::Equal => order_key(bundle, a.chunk).cmp(&order_key(bundle, b.chunk)),
         other => other,
     });
+}
+
+/// The tie-break key: (`documentPath`, `chunkIndex`).
+pub fn order_key(bundle: &Bundle, chunk: u32) -> (&str, u32) {
+    let meta = &bundle.docs.chunks[chunk as usize];
+    (
+        bundle.docs.documents[meta.doc as usize].path.as_str(),
+        meta.chunk_index,
+    )
 }

@@ -1,120 +1,67 @@
-//! The query side: load → retrieve → fuse → present.
+//! The query side: load → (validate) → retrieve → fuse → rerank → present.
 //!
-//! [`Engine::from_bundle`] decodes and validates a bundle and checks that the embedding
-//! model given is the one the bundle's vectors were made with. [`Engine::search`] runs one
-//! request: BM25 and vector retrieval ([`retrieve`]), score fusion ([`fuse`]), then snippets
-//! and the response shape ([`present`]).
+//! [`Engine`] holds a decoded bundle, the embedding model that queries it and, optionally, a
+//! rerank model. [`Engine::search`] runs one request through the states of the contract:
+//! received → validated ([`request`]) → candidates ([`retrieve`], restricted by [`filter`]) →
+//! fused ([`fuse`]) → reranked or fallback ([`rerank`]) → returned ([`present`], [`suggest`]);
+//! invalid input is rejected before any index is read.
 
+pub mod filter;
 pub mod fuse;
 pub mod present;
+pub mod request;
+pub mod rerank;
+pub mod response;
 pub mod retrieve;
+pub mod suggest;
 
-use serde::{Deserialize, Serialize};
+use web_time::{Duration, Instant};
 
 use crate::analyze::Analyzer;
 use crate::bundle::{self, Bundle, Header};
 use crate::embed::{Embedder, ModelFiles};
 use crate::error::{Error, Result};
 
-/// Longest accepted query, in characters (after trimming).
-pub const MAX_QUERY_CHARS: usize = 500;
-pub const DEFAULT_LIMIT: usize = 10;
-pub const MAX_LIMIT: usize = 50;
+pub use fuse::Fusion;
+pub use request::{Filters, Mode, SearchRequest, MAX_QUERY_CHARS};
+pub use rerank::{CrossEncoder, FallbackPolicy, Rerank, RerankerFiles};
+pub use response::{
+    ContextChunk, ErrorResponse, Facets, Highlight, RankingSignals, SearchResponse, SearchResult,
+    Timings,
+};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// BM25 and vectors, fused.
-    #[default]
-    Hybrid,
-    /// BM25 only.
-    Fulltext,
-    /// Vectors only.
-    Semantic,
+/// Engine-wide settings (not part of a request).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineOptions {
+    /// Time the rerank stage may take per request before falling back (`rerankBudgetMs`).
+    pub rerank_budget_ms: u64,
+    pub fallback_policy: FallbackPolicy,
+    /// Ceiling on `limit`: the contract's 50. Evaluation raises it to read deeper rankings.
+    pub max_limit: usize,
+    pub fusion: Fusion,
 }
 
-/// A search request (the contract's JSON shape: camelCase, unknown fields rejected).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SearchRequest {
-    pub query: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<Mode>,
-}
-
-impl SearchRequest {
-    pub fn new(query: impl Into<String>) -> Self {
-        SearchRequest {
-            query: query.into(),
-            limit: None,
-            mode: None,
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            rerank_budget_ms: 2_000,
+            fallback_policy: FallbackPolicy::default(),
+            max_limit: request::MAX_LIMIT,
+            fusion: Fusion::default(),
         }
     }
-
-    pub fn limit(mut self, limit: usize) -> Self {
-        self.limit = Some(limit);
-        self
-    }
-
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.mode = Some(mode);
-        self
-    }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RankingSignals {
-    /// BM25 score (0 when no query term occurs in the chunk).
-    pub lexical: f32,
-    /// Cosine similarity of query and chunk embeddings, clamped at 0.
-    pub semantic: f32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Highlight {
-    pub start: usize,
-    pub end: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchResult {
-    pub document_path: String,
-    pub chunk_index: u32,
-    pub chunk_id: String,
-    pub title: String,
-    pub section_path: Vec<String>,
-    pub anchor: String,
-    pub line_start: u32,
-    pub line_end: u32,
-    pub snippet: String,
-    /// Character offsets into `snippet` of the words that matched the query.
-    pub highlights: Vec<Highlight>,
-    pub score: f32,
-    pub ranking_signals: RankingSignals,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchResponse {
-    pub query: String,
-    /// Number of chunks that matched before `limit` was applied.
-    pub total: usize,
-    pub applied_strategy: String,
-    pub fallback_applied: bool,
-    pub results: Vec<SearchResult>,
-}
-
-/// A loaded bundle plus (optionally) the embedding model that queries it.
+/// A loaded bundle plus the models that query it.
 #[derive(Debug)]
 pub struct Engine {
     bundle: Bundle,
     analyzer: Analyzer,
     embedder: Option<Embedder>,
+    reranker: Option<Box<dyn Rerank>>,
+    /// Storage position of each chunk's vector.
+    positions: Vec<u32>,
+    options: EngineOptions,
 }
 
 impl Engine {
@@ -140,11 +87,34 @@ impl Engine {
                 });
             }
         }
+        let positions = bundle
+            .vectors
+            .as_ref()
+            .map(|v| v.positions(bundle.docs.chunks.len()))
+            .unwrap_or_default();
         Ok(Engine {
             bundle,
             analyzer: Analyzer::new(),
             embedder,
+            reranker: None,
+            positions,
+            options: EngineOptions::default(),
         })
+    }
+
+    /// Installs the rerank model used when a hybrid request asks for reranking.
+    pub fn with_reranker(mut self, reranker: Box<dyn Rerank>) -> Engine {
+        self.reranker = Some(reranker);
+        self
+    }
+
+    pub fn with_options(mut self, options: EngineOptions) -> Engine {
+        self.options = options;
+        self
+    }
+
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
     }
 
     pub fn header(&self) -> &Header {
@@ -160,66 +130,202 @@ impl Engine {
         self.bundle.vectors.is_some() && self.embedder.is_some()
     }
 
-    pub fn search(&self, request: &SearchRequest) -> Result<SearchResponse> {
-        let query = request.query.trim();
-        if query.is_empty() {
-            return Err(Error::QueryEmpty);
-        }
-        if query.chars().count() > MAX_QUERY_CHARS {
-            return Err(Error::InvalidRequest {
-                field: "query".into(),
-                message: format!("longer than {MAX_QUERY_CHARS} characters"),
-            });
-        }
-        let limit = request.limit.unwrap_or(DEFAULT_LIMIT);
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(Error::InvalidRequest {
-                field: "limit".into(),
-                message: format!("must be 1..{MAX_LIMIT}, got {limit}"),
-            });
-        }
-        let mode = request.mode.unwrap_or_default();
-        let terms = self.analyzer.terms(query);
+    pub fn reranker_ready(&self) -> bool {
+        self.reranker.is_some()
+    }
 
-        let query_vector = match mode {
+    /// The contract in one call: JSON request in, response or error object out. A panic
+    /// inside the engine (a bug) is caught and reported as `INTERNAL_ERROR`, never unwound
+    /// into the host.
+    pub fn search_json(&self, json: &str) -> std::result::Result<SearchResponse, ErrorResponse> {
+        let run = || SearchRequest::from_json(json).and_then(|req| self.search(&req));
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+            Ok(r) => r.map_err(ErrorResponse::from),
+            Err(_) => Err(ErrorResponse::from(Error::Internal(
+                "the engine failed on this request".into(),
+            ))),
+        }
+    }
+
+    pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        let started = Instant::now();
+        let mut timings = Timings::default();
+        let plan = request::validate(req, self.options.max_limit)?;
+        if let Some(p) = &plan.project_id {
+            if self.bundle.header.project_id.as_deref() != Some(p.as_str()) {
+                return Err(Error::ProjectNotFound {
+                    requested: p.clone(),
+                    available: self.bundle.header.project_id.clone(),
+                });
+            }
+        }
+
+        // Candidates.
+        let terms = self.analyzer.terms(&plan.query);
+        let query_vector = match plan.mode {
             Mode::Fulltext => None,
-            Mode::Hybrid | Mode::Semantic => Some(self.embed_query(query)?),
+            mode => {
+                let t = Instant::now();
+                let v = self.embed_query(&plan.query, mode)?;
+                timings.embed_ms = ms(t.elapsed());
+                Some(v)
+            }
         };
-        let ranked = fuse::rank(&self.bundle, &terms, query_vector.as_deref(), mode);
-        let total = ranked.len();
-        let results = ranked
-            .into_iter()
-            .take(limit)
-            .map(|hit| present::result(&self.bundle, &self.analyzer, &terms, hit))
+        let t = Instant::now();
+        let mask = filter::DocMask::new(&self.bundle, &plan.scope);
+        let retriever = retrieve::Retriever {
+            bundle: &self.bundle,
+            positions: &self.positions,
+            mask: &mask,
+        };
+        let pool = retrieve::POOL_PER_SIDE.max(plan.limit * 2);
+        let fused = fuse::rank(
+            &retriever,
+            &self.analyzer,
+            &terms,
+            query_vector.as_deref(),
+            plan.mode,
+            self.options.fusion,
+            pool,
+        );
+        let facets = present::facets(&self.bundle, &fused);
+        let capped = cap_per_document(&self.bundle, fused, plan.max_chunks_per_document);
+        timings.retrieve_ms = ms(t.elapsed());
+        let total = capped.len();
+
+        // Rerank, or fall back to the fused order.
+        let mut order: Vec<(usize, f32, Option<f32>)> = capped
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (i, h.score, None))
             .collect();
+        let mut fallback = None;
+        if plan.rerank {
+            let t = Instant::now();
+            let pool_len = plan.candidate_limit.min(capped.len());
+            let passages: Vec<String> = capped[..pool_len]
+                .iter()
+                .map(|h| self.rerank_passage(h.chunk))
+                .collect();
+            let budget = Duration::from_millis(self.options.rerank_budget_ms);
+            match rerank::score_all(self.reranker.as_deref(), &plan.query, &passages, budget) {
+                Ok(probs) => {
+                    // The reranked pool comes first, ordered by the model; candidates beyond
+                    // it keep their fused order below it. Scores keep that order visible:
+                    // (0.5, 1] for reranked results, [0, 0.5] for the rest.
+                    for (entry, p) in order.iter_mut().zip(&probs) {
+                        entry.1 = 0.5 + 0.5 * p;
+                        entry.2 = Some(*p);
+                    }
+                    for entry in order.iter_mut().skip(pool_len) {
+                        entry.1 = 0.5 * entry.1.clamp(0.0, 1.0);
+                    }
+                    order[..pool_len].sort_by(|a, b| {
+                        b.1.total_cmp(&a.1).then_with(|| {
+                            fuse::order_key(&self.bundle, capped[a.0].chunk)
+                                .cmp(&fuse::order_key(&self.bundle, capped[b.0].chunk))
+                        })
+                    });
+                }
+                Err(why) => {
+                    if self.options.fallback_policy == FallbackPolicy::ErrorOnTotalFailure {
+                        return Err(Error::RerankUnavailable {
+                            reason: why.error_reason(),
+                            message: format!(
+                                "the rerank stage did not complete ({}) and the fallback policy is error_on_total_failure",
+                                why.reason()
+                            ),
+                        });
+                    }
+                    fallback = Some(why);
+                }
+            }
+            timings.rerank_ms = ms(t.elapsed());
+        }
+
+        let results = order
+            .into_iter()
+            .take(plan.limit)
+            .map(|(i, score, rerank)| {
+                present::result(
+                    &self.bundle,
+                    &self.analyzer,
+                    &terms,
+                    &capped[i],
+                    score,
+                    rerank,
+                    plan.include_context,
+                )
+            })
+            .collect();
+        let suggestions = suggest::suggestions(&self.bundle, &self.analyzer, &plan.query, total);
+        timings.total_ms = ms(started.elapsed());
         Ok(SearchResponse {
-            query: query.to_owned(),
+            query: plan.query,
             total,
-            applied_strategy: strategy(mode).to_owned(),
-            fallback_applied: false,
+            applied_strategy: strategy(plan.mode, plan.rerank).to_owned(),
+            fallback_applied: fallback.is_some(),
+            degraded_reason: fallback.map(|f| f.reason().to_owned()),
             results,
+            facets,
+            suggestions,
+            timings,
         })
     }
 
-    fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+    /// What the cross-encoder reads for a chunk: its breadcrumb, then its text.
+    fn rerank_passage(&self, chunk: u32) -> String {
+        let meta = &self.bundle.docs.chunks[chunk as usize];
+        crate::index::embedding_input(&meta.section_path, &self.bundle.text.texts[chunk as usize])
+    }
+
+    fn embed_query(&self, query: &str, mode: Mode) -> Result<Vec<f32>> {
         if self.bundle.vectors.is_none() {
-            return Err(Error::SemanticUnavailable(
-                "the bundle was built without embeddings; use mode \"fulltext\"".into(),
-            ));
+            return Err(Error::HybridNotSupported {
+                mode: mode.as_str().to_owned(),
+            });
         }
+        let unavailable = |why: String| match mode {
+            // Fusion is the stage reranking builds on: without it the contract reports the
+            // reranking path as unavailable.
+            Mode::Hybrid => Error::RerankUnavailable {
+                reason: "FusedStageUnavailable",
+                message: format!("the fused stage is unavailable: {why}"),
+            },
+            _ => Error::SemanticUnavailable(why),
+        };
         let Some(embedder) = &self.embedder else {
-            return Err(Error::SemanticUnavailable(
-                "no embedding model was loaded; use mode \"fulltext\"".into(),
+            return Err(unavailable(
+                "no embedding model is loaded; use mode \"fulltext\"".into(),
             ));
         };
-        embedder.embed(query)
+        embedder
+            .embed(query)
+            .map_err(|e| unavailable(format!("embedding the query failed: {e}")))
     }
 }
 
-fn strategy(mode: Mode) -> &'static str {
+/// At most `max` chunks per document, keeping the best of each.
+fn cap_per_document(bundle: &Bundle, hits: Vec<fuse::Hit>, max: usize) -> Vec<fuse::Hit> {
+    let mut seen = vec![0u8; bundle.docs.documents.len()];
+    hits.into_iter()
+        .filter(|h| {
+            let d = bundle.docs.chunks[h.chunk as usize].doc as usize;
+            seen[d] = seen[d].saturating_add(1);
+            seen[d] as usize <= max
+        })
+        .collect()
+}
+
+fn strategy(mode: Mode, rerank: bool) -> &'static str {
     match mode {
-        Mode::Hybrid => "bm25_plus_vector_docs_only",
-        Mode::Fulltext => "bm25_docs_only",
-        Mode::Semantic => "vector_docs_only",
+        Mode::Hybrid if rerank => response::STRATEGY_RERANK,
+        Mode::Hybrid => response::STRATEGY_HYBRID,
+        Mode::Fulltext => response::STRATEGY_FULLTEXT,
+        Mode::Semantic => response::STRATEGY_SEMANTIC,
     }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
 }

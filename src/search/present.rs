@@ -2,10 +2,10 @@
 //! highlight offsets. Highlights are offsets, never markup, so no front end has to trust
 //! document text as HTML.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::fuse::Hit;
-use super::{Highlight, RankingSignals, SearchResult};
+use super::response::{ContextChunk, Facets, Highlight, RankingSignals, SearchResult, SOURCE_TYPE};
 use crate::analyze::Analyzer;
 use crate::bundle::Bundle;
 
@@ -14,7 +14,17 @@ pub const SNIPPET_CHARS: usize = 240;
 /// How much text to keep before the first match, so it is read in context.
 const LEAD_CHARS: usize = 40;
 
-pub fn result(bundle: &Bundle, analyzer: &Analyzer, terms: &[String], hit: Hit) -> SearchResult {
+/// A ranked hit as the contract's result. `rerank` is the rerank stage's probability when it
+/// scored this hit; `score` is the final ordering score.
+pub fn result(
+    bundle: &Bundle,
+    analyzer: &Analyzer,
+    terms: &[String],
+    hit: &Hit,
+    score: f32,
+    rerank: Option<f32>,
+    include_context: bool,
+) -> SearchResult {
     let meta = &bundle.docs.chunks[hit.chunk as usize];
     let doc = &bundle.docs.documents[meta.doc as usize];
     let (snippet, highlights) = snippet(analyzer, &bundle.text.texts[hit.chunk as usize], terms);
@@ -29,11 +39,66 @@ pub fn result(bundle: &Bundle, analyzer: &Analyzer, terms: &[String], hit: Hit) 
         line_end: meta.line_end,
         snippet,
         highlights,
-        score: hit.score,
+        score,
+        source_type: SOURCE_TYPE.to_owned(),
+        document_type: doc.doc_type.clone(),
+        date: doc.date.clone(),
         ranking_signals: RankingSignals {
             lexical: hit.lexical,
             semantic: hit.semantic,
+            rerank,
         },
+        context: include_context.then(|| context(bundle, hit.chunk)),
+    }
+}
+
+/// The chunks just before and after `chunk` in its document.
+fn context(bundle: &Bundle, chunk: u32) -> Vec<ContextChunk> {
+    let meta = &bundle.docs.chunks[chunk as usize];
+    let doc = &bundle.docs.documents[meta.doc as usize];
+    let first = doc.first_chunk;
+    let last = doc.first_chunk + doc.chunk_count; // exclusive
+    let mut out = Vec::new();
+    let mut push = |c: u32, position: &str| {
+        let m = &bundle.docs.chunks[c as usize];
+        out.push(ContextChunk {
+            position: position.to_owned(),
+            chunk_index: m.chunk_index,
+            chunk_id: m.id.clone(),
+            section_path: m.section_path.clone(),
+            anchor: m.anchor.clone(),
+            line_start: m.line_start,
+            line_end: m.line_end,
+            text: bundle.text.texts[c as usize].clone(),
+        });
+    };
+    if chunk > first {
+        push(chunk - 1, "before");
+    }
+    if chunk + 1 < last {
+        push(chunk + 1, "after");
+    }
+    out
+}
+
+/// Distinct documents among `hits` by type and by month.
+pub fn facets(bundle: &Bundle, hits: &[Hit]) -> Facets {
+    let docs: BTreeSet<u32> = hits
+        .iter()
+        .map(|h| bundle.docs.chunks[h.chunk as usize].doc)
+        .collect();
+    let mut document_types = BTreeMap::new();
+    let mut dates = BTreeMap::new();
+    for d in docs {
+        let doc = &bundle.docs.documents[d as usize];
+        *document_types.entry(doc.doc_type.clone()).or_insert(0) += 1;
+        if let Some(month) = doc.date.as_deref().and_then(|d| d.get(..7)) {
+            *dates.entry(month.to_owned()).or_insert(0) += 1;
+        }
+    }
+    Facets {
+        document_types,
+        dates,
     }
 }
 

@@ -1,33 +1,69 @@
-//! Retrieval: candidate chunks from each side, with their raw scores.
+//! Retrieval: candidate chunks from each side, with their raw scores, restricted to the
+//! documents in scope.
 
+use super::filter::DocMask;
 use crate::bundle::Bundle;
 
-/// How many chunks each retriever hands to fusion. Fusion then scores the union exactly on
-/// both signals, so a chunk found by only one side is still judged on both.
+/// How many chunks each retriever hands to fusion (at least; a larger `limit` raises it).
+/// Fusion then scores the union exactly on both signals, so a chunk found by only one side
+/// is still judged on both.
 pub const POOL_PER_SIDE: usize = 100;
 
-/// BM25 score of every chunk containing a query term, in chunk order.
-pub fn lexical(bundle: &Bundle, terms: &[String]) -> Vec<(u32, f32)> {
-    bundle.lexical.score(&bundle.header.analyzer, terms)
+/// Below this many chunks in scope, a filtered vector search scans them exactly instead of
+/// filtering the graph's answer (which could leave fewer than `k` in scope).
+const EXACT_SCAN_LIMIT: usize = 50_000;
+
+/// What retrieval needs besides the bundle: the storage position of each chunk's vector.
+pub struct Retriever<'a> {
+    pub bundle: &'a Bundle,
+    pub positions: &'a [u32],
+    pub mask: &'a DocMask,
 }
 
-/// The nearest chunks to the query vector, best first (cosine).
-pub fn semantic(bundle: &Bundle, query: &[f32], k: usize) -> Vec<(u32, f32)> {
-    bundle
-        .vectors
-        .as_ref()
-        .map(|v| v.nearest(query, k))
-        .unwrap_or_default()
-}
+impl Retriever<'_> {
+    /// BM25 score of every in-scope chunk containing a query term, in chunk order.
+    pub fn lexical(&self, terms: &[String]) -> Vec<(u32, f32)> {
+        let mut hits = self
+            .bundle
+            .lexical
+            .score(&self.bundle.header.analyzer, terms);
+        if self.mask.is_restricted() {
+            hits.retain(|&(c, _)| self.mask.allows_chunk(self.bundle, c));
+        }
+        hits
+    }
 
-/// Cosine of the query with given chunks (0 where a chunk has no vector).
-pub fn semantic_for(bundle: &Bundle, query: &[f32], chunks: &[u32]) -> Vec<f32> {
-    match &bundle.vectors {
-        Some(v) => v
-            .similarity(query, chunks)
-            .into_iter()
-            .map(|s| s.unwrap_or(0.0))
-            .collect(),
-        None => vec![0.0; chunks.len()],
+    /// The `k` in-scope chunks nearest to the query vector, best first (cosine).
+    pub fn semantic(&self, query: &[f32], k: usize) -> Vec<(u32, f32)> {
+        let Some(vectors) = &self.bundle.vectors else {
+            return Vec::new();
+        };
+        if !self.mask.is_restricted() {
+            return vectors.nearest(query, k);
+        }
+        let exact = matches!(vectors, crate::index::vector::VectorIndex::Flat(_))
+            || self.mask.chunks_in_scope <= EXACT_SCAN_LIMIT;
+        let mut hits: Vec<(u32, f32)> = if exact {
+            (0..self.bundle.docs.chunks.len() as u32)
+                .filter(|&c| self.mask.allows_chunk(self.bundle, c))
+                .filter_map(|c| self.cosine(query, c).map(|s| (c, s)))
+                .collect()
+        } else {
+            vectors
+                .nearest(query, usize::MAX)
+                .into_iter()
+                .filter(|&(c, _)| self.mask.allows_chunk(self.bundle, c))
+                .collect()
+        };
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(k);
+        hits
+    }
+
+    /// Cosine of the query with one chunk (`None` if it has no vector).
+    pub fn cosine(&self, query: &[f32], chunk: u32) -> Option<f32> {
+        let vectors = self.bundle.vectors.as_ref()?;
+        let pos = *self.positions.get(chunk as usize)?;
+        (pos != u32::MAX).then(|| vectors.point(pos).dot_f32(query))
     }
 }

@@ -1,0 +1,144 @@
+//! The contract's response and error shapes (camelCase JSON). Field names and meanings are
+//! fixed: the wasm API, the Worker, the CLI and the MCP server all serialize these types.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorCode};
+
+/// `appliedStrategy` values.
+pub const STRATEGY_RERANK: &str = "bm25_plus_vector_rerank_docs_only";
+pub const STRATEGY_HYBRID: &str = "bm25_plus_vector_docs_only";
+pub const STRATEGY_FULLTEXT: &str = "bm25_docs_only";
+pub const STRATEGY_SEMANTIC: &str = "vector_docs_only";
+
+/// Every result is a documentation chunk; the field exists so mixed collections can say so.
+pub const SOURCE_TYPE: &str = "documentation";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResponse {
+    /// The query as searched (trimmed).
+    pub query: String,
+    /// Results available for this request after filters and `maxChunksPerDocument`, before
+    /// `limit`.
+    pub total: usize,
+    pub applied_strategy: String,
+    /// The rerank stage was requested but did not decide the order (see `degradedReason`).
+    pub fallback_applied: bool,
+    /// Why the response is not what was asked for; present only then. One of
+    /// `rerank_model_unavailable`, `rerank_failed`, `rerank_budget_exceeded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded_reason: Option<String>,
+    pub results: Vec<SearchResult>,
+    pub facets: Facets,
+    pub suggestions: Vec<String>,
+    pub timings: Timings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResult {
+    pub document_path: String,
+    pub chunk_index: u32,
+    pub chunk_id: String,
+    pub title: String,
+    pub section_path: Vec<String>,
+    pub anchor: String,
+    pub line_start: u32,
+    pub line_end: u32,
+    /// A window of the chunk around its best match (at most ~240 characters plus ellipses).
+    pub snippet: String,
+    /// Character (Unicode scalar) offsets into `snippet` of the words that matched.
+    pub highlights: Vec<Highlight>,
+    pub score: f32,
+    pub source_type: String,
+    pub document_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    pub ranking_signals: RankingSignals,
+    /// Neighbouring chunks of the same document (when `includeContext`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Vec<ContextChunk>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RankingSignals {
+    /// BM25 score (0 when no query term occurs in the chunk).
+    pub lexical: f32,
+    /// Cosine similarity of query and chunk embeddings, clamped at 0.
+    pub semantic: f32,
+    /// Cross-encoder relevance probability in (0, 1); present only when the rerank stage
+    /// scored this result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<f32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Highlight {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A neighbour of a hit, in full, so a reader (or an agent) gets the surrounding text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextChunk {
+    /// `before` or `after` the hit.
+    pub position: String,
+    pub chunk_index: u32,
+    pub chunk_id: String,
+    pub section_path: Vec<String>,
+    pub anchor: String,
+    pub line_start: u32,
+    pub line_end: u32,
+    pub text: String,
+}
+
+/// Counts of distinct documents among all candidates (after filters), not only the page.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Facets {
+    pub document_types: BTreeMap<String, usize>,
+    /// `YYYY-MM` → documents dated in that month.
+    pub dates: BTreeMap<String, usize>,
+}
+
+/// Wall-clock milliseconds per stage. Not deterministic: compare responses without it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timings {
+    pub total_ms: f64,
+    pub embed_ms: f64,
+    pub retrieve_ms: f64,
+    pub rerank_ms: f64,
+}
+
+/// The contract's error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorResponse {
+    pub error_code: ErrorCode,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
+impl From<&Error> for ErrorResponse {
+    fn from(e: &Error) -> Self {
+        ErrorResponse {
+            error_code: e.code(),
+            message: e.to_string(),
+            details: e.details(),
+        }
+    }
+}
+
+impl From<Error> for ErrorResponse {
+    fn from(e: Error) -> Self {
+        ErrorResponse::from(&e)
+    }
+}

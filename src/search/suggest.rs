@@ -1,0 +1,174 @@
+//! Suggestions: alternative queries built from the bundle's own vocabulary.
+//!
+//! A query word whose term occurs nowhere (typically a misspelling), or a rare word when the
+//! query found almost nothing, is replaced by the closest terms of the index (optimal string
+//! alignment distance ≤ 1 for short words, ≤ 2 otherwise; nearer first, then more frequent).
+//! Index terms are stems, so each replacement is written as the most frequent surface word
+//! that produced the stem in the collection's text, e.g. `cahce` → `cache`, not `cach`.
+
+use std::collections::BTreeMap;
+
+use crate::analyze::Analyzer;
+use crate::bundle::Bundle;
+
+pub const MAX_SUGGESTIONS: usize = 3;
+/// Fewer results than this and rare query words are also offered alternatives.
+const FEW_RESULTS: usize = 3;
+/// A replacement for a word that does occur must be this many times more frequent.
+const RARE_FACTOR: usize = 10;
+/// Chunks read to find a stem's surface form.
+const SURFACE_SAMPLE: usize = 8;
+
+pub fn suggestions(bundle: &Bundle, analyzer: &Analyzer, query: &str, total: usize) -> Vec<String> {
+    let lexical = &bundle.lexical;
+    let tokens = analyzer.tokens(query);
+    // (char range in the query, alternatives best first)
+    let mut fixes: Vec<((usize, usize), Vec<String>)> = Vec::new();
+    for t in &tokens {
+        let len = t.term.chars().count();
+        if len < 3 || t.term.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let df = lexical.doc_freq(&t.term);
+        let min_df = if df == 0 {
+            1
+        } else if total < FEW_RESULTS {
+            df.saturating_mul(RARE_FACTOR).max(RARE_FACTOR)
+        } else {
+            continue;
+        };
+        let max_dist = if len <= 4 { 1 } else { 2 };
+        let mut close: Vec<(usize, std::cmp::Reverse<usize>, &str)> = lexical
+            .terms
+            .iter()
+            .filter(|cand| cand.as_str() != t.term)
+            .filter_map(|cand| {
+                let d = osa_distance(&t.term, cand, max_dist)?;
+                let cdf = lexical.doc_freq(cand);
+                (cdf >= min_df).then_some((d, std::cmp::Reverse(cdf), cand.as_str()))
+            })
+            .collect();
+        close.sort();
+        let words: Vec<String> = close
+            .into_iter()
+            .filter_map(|(_, _, stem)| surface(bundle, analyzer, stem))
+            .take(MAX_SUGGESTIONS)
+            .collect();
+        if !words.is_empty() {
+            fixes.push(((t.start, t.end), words));
+        }
+    }
+    if fixes.is_empty() {
+        return Vec::new();
+    }
+    let chars: Vec<char> = query.chars().collect();
+    let rewrite = |choice: &dyn Fn(usize) -> usize| -> String {
+        let mut out = String::new();
+        let mut pos = 0;
+        for (i, ((start, end), words)) in fixes.iter().enumerate() {
+            out.extend(&chars[pos..*start]);
+            out.push_str(&words[choice(i).min(words.len() - 1)]);
+            pos = *end;
+        }
+        out.extend(&chars[pos..]);
+        out
+    };
+    let mut out: Vec<String> = Vec::new();
+    // Every word at its best replacement, then the runners-up one at a time.
+    for rank in 0..MAX_SUGGESTIONS {
+        for which in 0..fixes.len() {
+            let s = rewrite(&|i| if i == which { rank } else { 0 });
+            if s != query && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out.truncate(MAX_SUGGESTIONS);
+    out
+}
+
+/// The most frequent lowercase word in the collection whose term is `stem`.
+fn surface(bundle: &Bundle, analyzer: &Analyzer, stem: &str) -> Option<String> {
+    let id = bundle.lexical.term_id(stem)?;
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for (chunk, _) in bundle.lexical.postings[id].iter().take(SURFACE_SAMPLE) {
+        let c = chunk as usize;
+        let meta = &bundle.docs.chunks[c];
+        let doc = &bundle.docs.documents[meta.doc as usize];
+        let texts = [
+            bundle.text.texts[c].as_str(),
+            doc.title.as_str(),
+            &meta.section_path.join(" "),
+        ];
+        for text in texts {
+            let chars: Vec<char> = text.chars().collect();
+            for t in analyzer.tokens(text) {
+                if t.term == stem {
+                    let word: String = chars[t.start..t.end].iter().collect();
+                    *counts.entry(word.to_lowercase()).or_default() += 1;
+                }
+            }
+        }
+    }
+    // Most frequent; ties go to the shorter, then alphabetical, word.
+    counts
+        .into_iter()
+        .max_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then(b.0.chars().count().cmp(&a.0.chars().count()))
+                .then(b.0.cmp(&a.0))
+        })
+        .map(|(w, _)| w)
+}
+
+/// Optimal string alignment distance (Levenshtein plus adjacent transpositions), or `None`
+/// when it exceeds `max`.
+fn osa_distance(a: &str, b: &str, max: usize) -> Option<usize> {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    if a.len().abs_diff(b.len()) > max {
+        return None;
+    }
+    let w = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for i in 0..=a.len() {
+        d[i * w] = i;
+    }
+    for (j, cell) in d.iter_mut().enumerate().take(w) {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        let mut row_min = usize::MAX;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[(i - 1) * w + j] + 1)
+                .min(d[i * w + j - 1] + 1)
+                .min(d[(i - 1) * w + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[(i - 2) * w + j - 2] + 1);
+            }
+            d[i * w + j] = v;
+            row_min = row_min.min(v);
+        }
+        if row_min > max {
+            return None;
+        }
+    }
+    let dist = d[a.len() * w + b.len()];
+    (dist <= max).then_some(dist)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::osa_distance;
+
+    #[test]
+    fn distances() {
+        assert_eq!(osa_distance("cahc", "cach", 2), Some(1));
+        assert_eq!(osa_distance("instal", "install", 2), Some(1));
+        assert_eq!(osa_distance("abc", "abc", 0), Some(0));
+        assert_eq!(osa_distance("kitten", "sitting", 2), None);
+        assert_eq!(osa_distance("kitten", "sitting", 3), Some(3));
+        assert_eq!(osa_distance("устоновка", "установка", 1), Some(1));
+    }
+}
