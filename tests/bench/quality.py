@@ -156,12 +156,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("datasets", nargs="*", default=DATASETS)
     ap.add_argument("--split", default="test", help="qrels split (test, or train for SciFact)")
-    ap.add_argument("--modes", default=",".join(MODES), help="comma list of " + ", ".join(MODES))
+    ap.add_argument("--modes", help="comma list of " + ", ".join(MODES)
+                    + " (default: all; hybrid+rerank only with --reranker)")
+    ap.add_argument("--reranker", help="cross-encoder directory for the hybrid+rerank row")
     ap.add_argument("--fusion", help="engine fusion method override (rrf or weighted), for comparisons")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the bundles")
     ap.add_argument("--json", help="also write the table as JSON to this file")
     args = ap.parse_args()
     extra = ["--fusion", args.fusion] if args.fusion else []
+    if args.reranker:
+        extra += ["--reranker", args.reranker]
+    modes = args.modes or ",".join(m for m in MODES if args.reranker or m != "hybrid+rerank")
     table = []
     print(f"{'dataset':<22} {'mode':<14} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'Hit@3':>6} "
           f"{'p50 ms':>7} {'p95 ms':>7}  notes")
@@ -174,7 +179,7 @@ def main():
         queries = [q for q in read_jsonl(os.path.join(EVAL, name, "queries.jsonl")) if q["_id"] in qrels]
         bundle = prepare(name, args.rebuild)
         rels = [qrels[q["_id"]] for q in queries]
-        for label in args.modes.split(","):
+        for label in modes.split(","):
             ranked, latency, errors, fallbacks = run_queries(bundle, queries, MODES[label], extra)
             ndcg, recall, mrr, hit3 = metrics(ranked, rels)
             notes = []
