@@ -34,6 +34,13 @@ enum Command {
         /// The bundle file.
         bundle: PathBuf,
     },
+    /// Print every chunk of a bundle as JSON lines (documentPath, chunkIndex, title,
+    /// description, sectionPath, anchor, lines, text): for inspection and for mining
+    /// training data (prebuild/reranker).
+    Dump {
+        /// The bundle file.
+        bundle: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -82,6 +89,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build(args),
         Command::Inspect { bundle } => inspect(&bundle),
+        Command::Dump { bundle } => dump(&bundle),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -148,6 +156,34 @@ fn inspect(path: &std::path::Path) -> Result<()> {
         "sections": sections,
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+fn dump(path: &std::path::Path) -> Result<()> {
+    use std::io::Write;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bundle = docloupe::bundle::decode(&bytes)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for (i, c) in bundle.docs.chunks.iter().enumerate() {
+        let d = &bundle.docs.documents[c.doc as usize];
+        let line = serde_json::json!({
+            "documentPath": d.path,
+            "chunkIndex": c.chunk_index,
+            "chunkId": c.id,
+            "title": d.title,
+            "description": d.description,
+            "lang": d.lang.code(),
+            "sectionPath": c.section_path,
+            "anchor": c.anchor,
+            "lineStart": c.line_start,
+            "lineEnd": c.line_end,
+            "text": bundle.text.texts[i],
+        });
+        serde_json::to_writer(&mut out, &line)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
     Ok(())
 }
 

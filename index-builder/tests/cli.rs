@@ -150,3 +150,54 @@ fn a_bad_project_id_is_an_error() {
         docloupe::Engine::from_bundle(&std::fs::read(tmp.path().join("b")).unwrap(), None).unwrap();
     assert_eq!(engine.header().project_id.as_deref(), Some("acme/docs"));
 }
+
+#[test]
+fn dump_prints_every_chunk_as_a_json_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    write(
+        &docs,
+        "guide.md",
+        b"---\ndescription: All about widgets.\n---\n# Guide\n\nIntro.\n\n## Setup\n\nInstall the widget.\n",
+    );
+    let out = tmp.path().join("out.bundle");
+    let o = builder(&[
+        "build",
+        docs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-embeddings",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let chunks: u64 = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+        ["chunksWritten"]
+        .as_u64()
+        .unwrap();
+    let d = builder(&["dump", out.to_str().unwrap()]);
+    assert!(d.status.success(), "{}", stderr(&d));
+    let lines: Vec<serde_json::Value> = String::from_utf8(d.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len() as u64, chunks);
+    let setup = lines
+        .iter()
+        .find(|l| l["anchor"] == "setup")
+        .expect("the Setup section");
+    assert_eq!(setup["documentPath"], "guide.md");
+    assert_eq!(setup["description"], "All about widgets.");
+    assert_eq!(setup["sectionPath"], serde_json::json!(["Guide", "Setup"]));
+    assert!(setup["text"]
+        .as_str()
+        .unwrap()
+        .contains("Install the widget."));
+    // A file that is not a bundle is a clear error.
+    let bad = builder(&["dump", docs.join("guide.md").to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("not a docloupe bundle"),
+        "{}",
+        stderr(&bad)
+    );
+}
