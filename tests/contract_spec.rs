@@ -688,9 +688,18 @@ fn a_section_titled_with_every_query_word_beats_a_semantic_near_miss() {
 
 // ---- rerank stage ----------------------------------------------------------------------------
 
+fn model_alone() -> EngineOptions {
+    EngineOptions {
+        rerank_weight: 1.0,
+        ..Default::default()
+    }
+}
+
 #[test]
 fn a_rerank_model_reorders_the_candidate_pool() {
-    let e = engine().with_reranker(Box::new(WordOverlap));
+    let e = engine()
+        .with_reranker(Box::new(WordOverlap))
+        .with_options(model_alone());
     let body = json!({"query": "zebracorn cache size", "includeContext": false});
     let r = ok(&e, body);
     assert!(!r.fallback_applied);
@@ -710,6 +719,47 @@ fn a_rerank_model_reorders_the_candidate_pool() {
         .all(|w| w[0].ranking_signals.rerank >= w[1].ranking_signals.rerank));
     assert!(r.results.windows(2).all(|w| w[0].score >= w[1].score));
     assert!(r.timings.rerank_ms > 0.0);
+}
+
+#[test]
+fn the_rerank_weight_blends_model_and_fused_scores() {
+    // With weight 0 a constant model leaves the fused order untouched ...
+    let fused_only = EngineOptions {
+        rerank_weight: 0.0,
+        ..Default::default()
+    };
+    let e = engine()
+        .with_reranker(Box::new(Constant))
+        .with_options(fused_only);
+    let body = json!({"query": "cache size install", "limit": 20});
+    let r = ok(&e, body.clone());
+    assert!(!r.fallback_applied);
+    let plain = ok(
+        &engine(),
+        json!({"query": "cache size install", "limit": 20, "rerank": false}),
+    );
+    let order = |r: &SearchResponse| -> Vec<(String, u32)> {
+        r.results
+            .iter()
+            .map(|x| (x.document_path.clone(), x.chunk_index))
+            .collect()
+    };
+    assert_eq!(order(&r), order(&plain));
+    // ... and every blend keeps scores non-increasing and the model's signal reported.
+    for w in [0.25, 0.5, 0.75] {
+        let e = engine()
+            .with_reranker(Box::new(WordOverlap))
+            .with_options(EngineOptions {
+                rerank_weight: w,
+                ..Default::default()
+            });
+        let r = ok(&e, body.clone());
+        assert!(
+            r.results.windows(2).all(|x| x[0].score >= x[1].score),
+            "{w}"
+        );
+        assert!(r.results.iter().all(|x| x.ranking_signals.rerank.is_some()));
+    }
 }
 
 #[test]
@@ -734,7 +784,9 @@ fn candidates_beyond_the_pool_follow_the_reranked_ones() {
 
 #[test]
 fn equal_rerank_scores_break_ties_by_path_then_chunk_index() {
-    let e = engine().with_reranker(Box::new(Constant));
+    let e = engine()
+        .with_reranker(Box::new(Constant))
+        .with_options(model_alone());
     let r = ok(
         &e,
         json!({"query": "cache size zebracorn install", "limit": 20, "candidateLimit": 100}),

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use docloupe::embed::default_model_dir;
+use docloupe::search::default_reranker_dir;
 use docloupe::{
     CrossEncoder, Engine, EngineOptions, ErrorResponse, FallbackPolicy, Fusion, Mode, ModelFiles,
     RerankerFiles, SearchRequest, SearchResponse,
@@ -38,9 +39,13 @@ struct SearchArgs {
     #[arg(long)]
     models: Option<PathBuf>,
     /// Cross-encoder directory for the rerank stage (manifest.json, model.int8.onnx,
-    /// tokenizer.json). Without one, reranked requests fall back to the fused order.
+    /// tokenizer.json). Default: $DOCLOUPE_RERANKER_DIR, else prebuild/reranker/model when a
+    /// model is installed there; without one, reranked requests fall back to the fused order.
     #[arg(long)]
     reranker: Option<PathBuf>,
+    /// Load no rerank model: reranked requests fall back to the fused order.
+    #[arg(long, conflicts_with = "reranker")]
+    no_reranker: bool,
     /// Time the rerank stage may take per request, in milliseconds.
     #[arg(long, default_value_t = EngineOptions::default().rerank_budget_ms)]
     rerank_budget_ms: u64,
@@ -55,6 +60,9 @@ struct SearchArgs {
     /// Ceiling on `limit` (the contract's 50); evaluation reads deeper rankings.
     #[arg(long, hide = true, default_value_t = EngineOptions::default().max_limit)]
     max_limit: usize,
+    /// Share of the rerank model in ordering its pool (0..1), for benchmark comparisons.
+    #[arg(long, hide = true, default_value_t = docloupe::search::DEFAULT_RERANK_WEIGHT)]
+    rerank_weight: f32,
     /// Hybrid fusion method (weighted or rrf), for benchmark comparisons.
     #[arg(long, hide = true, default_value = "weighted")]
     fusion: Fusion,
@@ -155,9 +163,22 @@ fn search(args: SearchArgs) -> Result<()> {
             },
             max_limit: args.max_limit,
             fusion: args.fusion,
+            rerank_weight: args.rerank_weight,
         });
-    if let Some(dir) = &args.reranker {
-        let files = RerankerFiles::from_dir(dir)?;
+    // Only hybrid requests rerank; a single fulltext/semantic query skips loading the model.
+    // An explicit --reranker must load; the default directory is used when a model is there.
+    let wants_reranker = !args.no_reranker && (args.jsonl || mode == Mode::Hybrid);
+    let reranker_dir = match &args.reranker {
+        Some(dir) => Some(dir.clone()),
+        None => Some(default_reranker_dir()).filter(|d| d.join("manifest.json").is_file()),
+    };
+    if let (true, true, Some(dir)) = (wants_reranker, header.flags.hybrid, reranker_dir) {
+        let files = RerankerFiles::from_dir(&dir).with_context(|| {
+            format!(
+                "cannot load the reranker from {} (or pass --no-reranker)",
+                dir.display()
+            )
+        })?;
         engine = engine.with_reranker(Box::new(
             CrossEncoder::new(&files)
                 .with_context(|| format!("cannot load reranker {}", dir.display()))?,

@@ -24,11 +24,16 @@ use crate::error::{Error, Result};
 
 pub use fuse::Fusion;
 pub use request::{Filters, Mode, SearchRequest, MAX_QUERY_CHARS};
+#[cfg(not(target_arch = "wasm32"))]
+pub use rerank::default_reranker_dir;
 pub use rerank::{CrossEncoder, FallbackPolicy, Rerank, RerankerFiles};
 pub use response::{
     ContextChunk, ErrorResponse, Facets, Highlight, RankingSignals, SearchResponse, SearchResult,
     Timings,
 };
+
+/// See [`EngineOptions::rerank_weight`] and ARCHITECTURE.md for how it was chosen.
+pub const DEFAULT_RERANK_WEIGHT: f32 = 1.0;
 
 /// Engine-wide settings (not part of a request).
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +44,10 @@ pub struct EngineOptions {
     /// Ceiling on `limit`: the contract's 50. Evaluation raises it to read deeper rankings.
     pub max_limit: usize,
     pub fusion: Fusion,
+    /// How much the rerank model decides the order of its pool: the pool is sorted by
+    /// `w · p + (1 − w) · fused`, with `p` the model's probability and `fused` the fused score
+    /// (0..1 for the default weighted fusion). 1 = the model alone.
+    pub rerank_weight: f32,
 }
 
 impl Default for EngineOptions {
@@ -48,6 +57,7 @@ impl Default for EngineOptions {
             fallback_policy: FallbackPolicy::default(),
             max_limit: request::MAX_LIMIT,
             fusion: Fusion::default(),
+            rerank_weight: DEFAULT_RERANK_WEIGHT,
         }
     }
 }
@@ -210,11 +220,14 @@ impl Engine {
             let budget = Duration::from_millis(self.options.rerank_budget_ms);
             match rerank::score_all(self.reranker.as_deref(), &plan.query, &passages, budget) {
                 Ok(probs) => {
-                    // The reranked pool comes first, ordered by the model; candidates beyond
-                    // it keep their fused order below it. Scores keep that order visible:
-                    // (0.5, 1] for reranked results, [0, 0.5] for the rest.
+                    // The reranked pool comes first, ordered by the model (blended with the
+                    // fused score by `rerank_weight`); candidates beyond it keep their fused
+                    // order below it. Scores keep that order visible: (0.5, 1] for reranked
+                    // results, [0, 0.5] for the rest.
+                    let w = self.options.rerank_weight.clamp(0.0, 1.0);
                     for (entry, p) in order.iter_mut().zip(&probs) {
-                        entry.1 = 0.5 + 0.5 * p;
+                        let blended = w * p + (1.0 - w) * entry.1.clamp(0.0, 1.0);
+                        entry.1 = 0.5 + 0.5 * blended.max(f32::MIN_POSITIVE);
                         entry.2 = Some(*p);
                     }
                     for entry in order.iter_mut().skip(pool_len) {

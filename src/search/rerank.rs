@@ -116,10 +116,23 @@ pub struct RerankerFiles {
     pub max_tokens: usize,
 }
 
+/// Where `prebuild/reranker/build.sh` installs the project's own reranker.
+pub const DEFAULT_RERANKER_SUBDIR: &str = "prebuild/reranker/model";
+
+/// The default reranker directory: `$DOCLOUPE_RERANKER_DIR`, else the installed model in the
+/// source tree this binary was built from.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn default_reranker_dir() -> std::path::PathBuf {
+    match std::env::var_os("DOCLOUPE_RERANKER_DIR") {
+        Some(dir) => dir.into(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_RERANKER_SUBDIR),
+    }
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 impl RerankerFiles {
-    /// Reads a reranker directory: `manifest.json` (`id`, `maxTokens`), `model.int8.onnx`,
-    /// `tokenizer.json`.
+    /// Reads a reranker directory: `manifest.json` (`id`, `maxTokens`, and the `sha256` of
+    /// each file, which is verified), `model.int8.onnx`, `tokenizer.json`.
     pub fn from_dir(dir: &std::path::Path) -> Result<RerankerFiles> {
         let read = |name: &str| {
             std::fs::read(dir.join(name)).map_err(|e| {
@@ -131,7 +144,7 @@ impl RerankerFiles {
         };
         let manifest: serde_json::Value = serde_json::from_slice(&read("manifest.json")?)
             .map_err(|e| Error::Model(format!("bad manifest.json in {}: {e}", dir.display())))?;
-        Ok(RerankerFiles {
+        let files = RerankerFiles {
             id: manifest["id"]
                 .as_str()
                 .ok_or_else(|| Error::Model("reranker manifest.json has no id".into()))?
@@ -139,7 +152,22 @@ impl RerankerFiles {
             onnx: read("model.int8.onnx")?,
             tokenizer: read("tokenizer.json")?,
             max_tokens: manifest["maxTokens"].as_u64().unwrap_or(256) as usize,
-        })
+        };
+        for (name, bytes) in [
+            ("model.int8.onnx", &files.onnx),
+            ("tokenizer.json", &files.tokenizer),
+        ] {
+            if let Some(want) = manifest["sha256"][name].as_str() {
+                let got = sha256_hex(bytes);
+                if got != want {
+                    return Err(Error::Model(format!(
+                        "{} does not match manifest.json (sha256 {got}, expected {want})",
+                        dir.join(name).display()
+                    )));
+                }
+            }
+        }
+        Ok(files)
     }
 }
 

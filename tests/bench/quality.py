@@ -11,6 +11,9 @@ as an H1, then the text) into the cache (never the repo), indexed by the release
 and every query is sent through `docloupe search --jsonl` (one engine, one process, the real batch
 mode). Results are chunks; a document's rank is the rank of its first chunk (maxChunksPerDocument=1
 makes every result a distinct document). Metrics are computed here, trec_eval style:
+Rows: fulltext, semantic, hybrid (fused, no rerank) and hybrid+rerank (the project's reranker
+over the fused top candidateLimit=30, the contract's default) on the same bundle and candidates.
+
   nDCG@10     gain = qrel grade, discount log2(rank + 1), ideal from the qrels
   Recall@100  relevant documents in the top 100 / relevant documents
   MRR@10      1 / rank of the first relevant document within 10
@@ -158,15 +161,22 @@ def main():
     ap.add_argument("--split", default="test", help="qrels split (test, or train for SciFact)")
     ap.add_argument("--modes", help="comma list of " + ", ".join(MODES)
                     + " (default: all; hybrid+rerank only with --reranker)")
-    ap.add_argument("--reranker", help="cross-encoder directory for the hybrid+rerank row")
+    ap.add_argument("--reranker", default=os.path.join(ROOT, "prebuild", "reranker", "model"),
+                    help="cross-encoder directory for the hybrid+rerank row (default: the project's own)")
+    ap.add_argument("--rerank-weight", help="engine rerank weight override, for comparisons")
+    ap.add_argument("--no-reranker", action="store_true", help="skip the hybrid+rerank row")
     ap.add_argument("--fusion", help="engine fusion method override (rrf or weighted), for comparisons")
+    ap.add_argument("--max-queries", type=int, help="only the first N queries (quick checks)")
+    ap.add_argument("--no-latency", action="store_true", help="skip the rerank latency line")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the bundles")
     ap.add_argument("--json", help="also write the table as JSON to this file")
     args = ap.parse_args()
     extra = ["--fusion", args.fusion] if args.fusion else []
-    if args.reranker:
-        extra += ["--reranker", args.reranker]
-    modes = args.modes or ",".join(m for m in MODES if args.reranker or m != "hybrid+rerank")
+    if args.rerank_weight:
+        extra += ["--rerank-weight", args.rerank_weight]
+    rerank = not args.no_reranker and os.path.exists(os.path.join(args.reranker, "manifest.json"))
+    extra += ["--reranker", args.reranker] if rerank else ["--no-reranker"]
+    modes = args.modes or ",".join(m for m in MODES if rerank or m != "hybrid+rerank")
     table = []
     print(f"{'dataset':<22} {'mode':<14} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'Hit@3':>6} "
           f"{'p50 ms':>7} {'p95 ms':>7}  notes")
@@ -177,6 +187,7 @@ def main():
             continue
         qrels = read_qrels(qrels_path)
         queries = [q for q in read_jsonl(os.path.join(EVAL, name, "queries.jsonl")) if q["_id"] in qrels]
+        queries = queries[:args.max_queries] if args.max_queries else queries
         bundle = prepare(name, args.rebuild)
         rels = [qrels[q["_id"]] for q in queries]
         for label in modes.split(","):
@@ -193,6 +204,19 @@ def main():
             table.append(row)
             print(f"{name:<22} {label:<14} {ndcg:8.4f} {recall:7.4f} {mrr:7.4f} {hit3:6.3f} "
                   f"{row['p50_ms']:7.1f} {row['p95_ms']:7.1f}  {', '.join(notes)}", flush=True)
+    if rerank and not args.no_latency:
+        # The rerank stage alone, at the size the issue budgets: 20 candidates per query,
+        # one thread, timed by the engine (timings.rerankMs), on the first dataset's queries.
+        name = args.datasets[0]
+        queries = read_jsonl(os.path.join(EVAL, name, "queries.jsonl"))[:200]
+        lines = [json.dumps({"query": q["text"], "limit": 20, "candidateLimit": 20,
+                             "includeContext": False}, ensure_ascii=False) for q in queries]
+        r = subprocess.run([os.path.join(BIN, "docloupe"), "search", "--bundle", prepare(name), "--jsonl",
+                            "--rerank-budget-ms", "60000", *extra],
+                           input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+        ms = [json.loads(line)["timings"]["rerankMs"] for line in r.stdout.splitlines()]
+        print(f"rerank stage, 20 candidates, {len(ms)} {name} queries, native 1 thread: "
+              f"p50 {percentile(ms, 0.5):.1f} ms, p95 {percentile(ms, 0.95):.1f} ms")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
