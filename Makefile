@@ -10,13 +10,14 @@ CARGO       ?= cargo
 RELEASE_BIN := target/release
 DEMO_BUNDLE := $(CACHE)/demo/npm-docs.bundle
 
-.PHONY: help setup models demo-docs build demo test lint unit bench bench-quality clean-cache
+.PHONY: help setup models demo-docs build demo test lint unit bench bench-quality reranker clean-cache
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle, run sample searches"
 	@echo "make test   fmt + clippy + every unit and integration test (fetches models first)"
 	@echo "make bench  build large/small corpora from ../shared and print build figures"
 	@echo "make bench-quality  nDCG/Recall/MRR + latency per search mode on SciFact and XQuAD-R"
+	@echo "make reranker  retrain the committed reranker model (~45 min)"
 	@echo "make models fetch, convert and quantize the embedding model into $(MODEL_DIR)"
 
 # Toolchain pieces a fresh machine may lack; each step is skipped when already present.
@@ -56,6 +57,10 @@ test: models lint unit
 
 bench: models build
 	python3 tests/bench/build_bench.py
+
+# Retrains the committed reranker from scratch (≈ 45 min on 2 cores); see prebuild/reranker/.
+reranker: models
+	bash prebuild/reranker/build.sh
 
 bench-quality: models build
 	python3 tests/bench/quality.py

@@ -518,7 +518,12 @@ def quantize_matmul_weight(w):
     return q, scale, row
 
 
-def build_model(t, cfg, int8):
+def build_model(t, cfg, int8, head=None, name=None, doc=None):
+    """The BERT encoder graph. Without `head` it outputs last_hidden_state (the embedding
+    model). `head(g, h, dense)` may add nodes on top of the final hidden state `h` (for the
+    reranker: pooling and a classifier) and returns (output name, ValueInfoProto); `dense`
+    writes a Linear layer with the same weight quantization as the encoder. The number of
+    layers is cfg["num_hidden_layers"], so a truncated encoder is a smaller cfg."""
     import numpy as np
     from onnx import TensorProto, helper
 
@@ -629,20 +634,25 @@ def build_model(t, cfg, int8):
         out = dense(gelu, f"{p}.output.dense")
         h = layer_norm(g.op("Add", [out, h1]), f"{p}.output.LayerNorm")
 
-    g.nodes.append(helper.make_node("Identity", [h], ["last_hidden_state"], name="output"))
-
     inputs = [
         helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
         for n in ("input_ids", "attention_mask", "token_type_ids")
     ]
-    outputs = [
-        helper.make_tensor_value_info(
-            "last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden]
-        )
-    ]
+    if head is None:
+        g.nodes.append(helper.make_node("Identity", [h], ["last_hidden_state"], name="output"))
+        outputs = [
+            helper.make_tensor_value_info(
+                "last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden]
+            )
+        ]
+    else:
+        g.scope = "head/"
+        out_name, out_info = head(g, h, dense)
+        g.nodes.append(helper.make_node("Identity", [out_name], [out_info.name], name="output"))
+        outputs = [out_info]
     graph = helper.make_graph(
         g.nodes,
-        "all_minilm_l6_v2_" + ("int8wo" if int8 else "fp32"),
+        name or "all_minilm_l6_v2_" + ("int8wo" if int8 else "fp32"),
         inputs,
         outputs,
         initializer=g.inits,
@@ -654,7 +664,7 @@ def build_model(t, cfg, int8):
         producer_name=PRODUCER_NAME,
         producer_version=PRODUCER_VERSION,
     )
-    model.doc_string = (
+    model.doc_string = doc or (
         "sentence-transformers/all-MiniLM-L6-v2 BERT encoder (Apache-2.0), from "
         + WHEEL_REQ
         + (
