@@ -32,7 +32,8 @@ pub use response::{
     Timings,
 };
 
-/// See [`EngineOptions::rerank_weight`] and ARCHITECTURE.md for how it was chosen.
+/// The model alone decides the order of its pool (see [`EngineOptions::rerank_weight`]). A
+/// shipped model's weight is to be chosen on a training split, never on test qrels.
 pub const DEFAULT_RERANK_WEIGHT: f32 = 1.0;
 
 /// Engine-wide settings (not part of a request).
