@@ -173,22 +173,8 @@ impl Embedder {
             .encode_fast(text, true)
             .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
         let seq = enc.len().max(1);
-        let column = |v: &[u32]| -> Result<TValue> {
-            let mut data: Vec<i64> = v.iter().map(|&x| x as i64).collect();
-            data.resize(seq, 0);
-            Ok(Tensor::from_shape(&[1, seq], &data)
-                .map_err(|e| Error::Model(e.to_string()))?
-                .into())
-        };
         let mask = enc.get_attention_mask();
-        let outputs = self
-            .plan
-            .run(tvec![
-                column(enc.get_ids())?,
-                column(mask)?,
-                column(enc.get_type_ids())?
-            ])
-            .map_err(|e| Error::Model(format!("inference failed: {e:#}")))?;
+        let outputs = run_encoding(&self.plan, &enc)?;
         let hidden = outputs[0]
             .to_plain_array_view::<f32>()
             .map_err(|e| Error::Model(e.to_string()))?;
@@ -234,15 +220,52 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
-fn load_plan(onnx: &[u8]) -> TractResult<Arc<TypedRunnableModel>> {
+/// The three BERT inputs, in the order every docloupe graph takes them (prebuild/models.py
+/// writes both the embedding model and the reranker this way).
+const BERT_INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"];
+
+/// Loads a BERT-style graph for one sequence per call: batch fixed to 1 (every call embeds
+/// one text or scores one pair; see index-builder's build.rs), sequence kept symbolic so one
+/// optimized plan serves every length. Inputs are matched by name, since they are fed by
+/// position.
+pub(crate) fn load_plan(onnx: &[u8]) -> TractResult<Arc<TypedRunnableModel>> {
     let mut model = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(onnx))?;
-    // Batch fixed to 1 (every call embeds one text; see index-builder's build.rs), sequence
-    // kept symbolic: one optimized plan serves every length.
+    let names: Vec<String> = model
+        .input_outlets()?
+        .iter()
+        .map(|o| model.node(o.node).name.clone())
+        .collect();
+    if names != BERT_INPUTS {
+        return Err(TractError::msg(format!(
+            "inputs are {names:?}; expected {BERT_INPUTS:?}"
+        )));
+    }
     let seq = model.symbols.sym("sequence");
     for input in 0..3 {
         model.set_input_fact(input, i64::fact(&[1.to_dim(), seq.clone().to_dim()]).into())?;
     }
     model.into_optimized()?.into_runnable()
+}
+
+/// Runs a [`load_plan`] plan on one tokenized sequence (or pair).
+pub(crate) fn run_encoding(
+    plan: &Arc<TypedRunnableModel>,
+    enc: &tokenizers::Encoding,
+) -> Result<TVec<TValue>> {
+    let seq = enc.len().max(1);
+    let column = |v: &[u32]| -> Result<TValue> {
+        let mut data: Vec<i64> = v.iter().map(|&x| x as i64).collect();
+        data.resize(seq, 0);
+        Ok(Tensor::from_shape(&[1, seq], &data)
+            .map_err(|e| Error::Model(e.to_string()))?
+            .into())
+    };
+    plan.run(tvec![
+        column(enc.get_ids())?,
+        column(enc.get_attention_mask())?,
+        column(enc.get_type_ids())?
+    ])
+    .map_err(|e| Error::Model(format!("inference failed: {e:#}")))
 }
 
 /// Where `prebuild/models.py` puts the default embedding model: `$DOCLOUPE_MODEL_DIR`, else

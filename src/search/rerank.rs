@@ -17,7 +17,7 @@ use tokenizers::{Tokenizer, TruncationParams, TruncationStrategy};
 use tract_onnx::prelude::*;
 use web_time::{Duration, Instant};
 
-use crate::embed::sha256_hex;
+use crate::embed::{load_plan, run_encoding, sha256_hex};
 use crate::error::{Error, Result};
 
 /// What the engine does when the rerank stage cannot decide the order.
@@ -233,22 +233,7 @@ impl Rerank for CrossEncoder {
             .tokenizer
             .encode((query, passage), true)
             .map_err(|e| Error::Model(format!("reranker tokenizer: {e}")))?;
-        let seq = enc.len().max(1);
-        let column = |v: &[u32]| -> Result<TValue> {
-            let mut data: Vec<i64> = v.iter().map(|&x| x as i64).collect();
-            data.resize(seq, 0);
-            Ok(Tensor::from_shape(&[1, seq], &data)
-                .map_err(|e| Error::Model(e.to_string()))?
-                .into())
-        };
-        let outputs = self
-            .plan
-            .run(tvec![
-                column(enc.get_ids())?,
-                column(enc.get_attention_mask())?,
-                column(enc.get_type_ids())?
-            ])
-            .map_err(|e| Error::Model(format!("reranker inference failed: {e:#}")))?;
+        let outputs = run_encoding(&self.plan, &enc)?;
         let logits = outputs[0]
             .to_plain_array_view::<f32>()
             .map_err(|e| Error::Model(format!("reranker output: {e}")))?;
@@ -260,26 +245,6 @@ impl Rerank for CrossEncoder {
         }
         Ok(logits.iter().next().copied().unwrap_or(f32::NAN))
     }
-}
-
-fn load_plan(onnx: &[u8]) -> TractResult<Arc<TypedRunnableModel>> {
-    let mut model = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(onnx))?;
-    let names: Vec<String> = model
-        .input_outlets()?
-        .iter()
-        .map(|o| model.node(o.node).name.clone())
-        .collect();
-    let want = ["input_ids", "attention_mask", "token_type_ids"];
-    if names != want {
-        return Err(TractError::msg(format!(
-            "inputs are {names:?}; a cross-encoder takes {want:?}"
-        )));
-    }
-    let seq = model.symbols.sym("sequence");
-    for input in 0..3 {
-        model.set_input_fact(input, i64::fact(&[1.to_dim(), seq.clone().to_dim()]).into())?;
-    }
-    model.into_optimized()?.into_runnable()
 }
 
 #[cfg(test)]
