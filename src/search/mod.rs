@@ -172,7 +172,8 @@ impl Engine {
         }
 
         // Candidates.
-        let terms = self.analyzer.terms(&plan.query);
+        let tokens = self.analyzer.tokens(&plan.query);
+        let terms: Vec<String> = tokens.iter().map(|t| t.term.clone()).collect();
         let query_vector = match plan.mode {
             Mode::Fulltext => None,
             mode => {
@@ -272,7 +273,8 @@ impl Engine {
                 )
             })
             .collect();
-        let suggestions = suggest::suggestions(&self.bundle, &self.analyzer, &plan.query, total);
+        let suggestions =
+            suggest::suggestions(&self.bundle, &self.analyzer, &plan.query, &tokens, total);
         timings.total_ms = ms(started.elapsed());
         Ok(SearchResponse {
             query: plan.query,

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::analyze::Analyzer;
+use crate::analyze::{Analyzer, Token};
 use crate::bundle::Bundle;
 
 pub const MAX_SUGGESTIONS: usize = 3;
@@ -19,12 +19,18 @@ const RARE_FACTOR: usize = 10;
 /// Chunks read to find a stem's surface form.
 const SURFACE_SAMPLE: usize = 8;
 
-pub fn suggestions(bundle: &Bundle, analyzer: &Analyzer, query: &str, total: usize) -> Vec<String> {
+/// `tokens` are the query's own (`analyzer.tokens(query)`), with char offsets into `query`.
+pub fn suggestions(
+    bundle: &Bundle,
+    analyzer: &Analyzer,
+    query: &str,
+    tokens: &[Token],
+    total: usize,
+) -> Vec<String> {
     let lexical = &bundle.lexical;
-    let tokens = analyzer.tokens(query);
     // (char range in the query, alternatives best first)
     let mut fixes: Vec<((usize, usize), Vec<String>)> = Vec::new();
-    for t in &tokens {
+    for t in tokens {
         let len = t.term.chars().count();
         if len < 3 || t.term.chars().all(|c| c.is_ascii_digit()) {
             continue;
