@@ -946,9 +946,7 @@ fn an_embedding_model_is_not_accepted_as_a_reranker() {
 #[test]
 fn jsonl_batch_mode_answers_each_line_in_order() {
     use std::io::Write;
-    let tmp = tempfile::tempdir().unwrap();
-    let bundle = tmp.path().join("f.bundle");
-    std::fs::write(&bundle, common::fixture_bundle()).unwrap();
+    let (_tmp, bundle) = common::fixture_bundle_file();
     let mut child = std::process::Command::new(common::docloupe_bin())
         .args(["search", "--bundle", bundle.to_str().unwrap(), "--jsonl"])
         .args(["--models", common::model_dir().to_str().unwrap()])
@@ -998,9 +996,7 @@ fn jsonl_batch_mode_answers_each_line_in_order() {
 
 #[test]
 fn the_cli_json_format_prints_the_error_object() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bundle = tmp.path().join("f.bundle");
-    std::fs::write(&bundle, common::fixture_bundle()).unwrap();
+    let (_tmp, bundle) = common::fixture_bundle_file();
     let out = std::process::Command::new(common::docloupe_bin())
         .args([
             "search",

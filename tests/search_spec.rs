@@ -194,9 +194,7 @@ fn fulltext_needs_no_model_and_semantic_says_why_it_cannot_run() {
 
 #[test]
 fn the_cli_prints_text_and_json() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bundle = tmp.path().join("f.bundle");
-    std::fs::write(&bundle, common::fixture_bundle()).unwrap();
+    let (_tmp, bundle) = common::fixture_bundle_file();
     let run = |format: &str| {
         let out = std::process::Command::new(common::docloupe_bin())
             .args([

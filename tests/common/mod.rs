@@ -76,3 +76,12 @@ pub fn fixture_bundle() -> &'static [u8] {
         std::fs::read(out).unwrap()
     })
 }
+
+/// The fixture bundle written to a temp file, for tests that run the CLI on it. Keep the
+/// `TempDir` alive while the path is used.
+pub fn fixture_bundle_file() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("f.bundle");
+    std::fs::write(&bundle, fixture_bundle()).unwrap();
+    (tmp, bundle)
+}
