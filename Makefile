@@ -17,7 +17,7 @@ help:
 	@echo "make test   fmt + clippy + every unit and integration test (fetches models first)"
 	@echo "make bench  build large/small corpora from ../shared and print build figures"
 	@echo "make bench-quality  nDCG/Recall/MRR + latency per search mode on SciFact and XQuAD-R"
-	@echo "make reranker  retrain the committed reranker model (~45 min)"
+	@echo "make reranker  retrain the committed reranker model (~1 h)"
 	@echo "make models fetch, convert and quantize the embedding model into $(MODEL_DIR)"
 
 # Toolchain pieces a fresh machine may lack; each step is skipped when already present.
@@ -58,7 +58,7 @@ test: models lint unit
 bench: models build
 	python3 tests/bench/build_bench.py
 
-# Retrains the committed reranker from scratch (≈ 45 min on 2 cores); see prebuild/reranker/.
+# Retrains the committed reranker from scratch (≈ 1 h on 2 cores); see prebuild/reranker/MODEL_CARD.md.
 reranker: models
 	bash prebuild/reranker/build.sh
 

@@ -27,6 +27,7 @@ fn main() -> anyhow::Result<()> {
             onnx: std::fs::read(dir.join(onnx))?,
             tokenizer: std::fs::read(dir.join("tokenizer.json"))?,
             max_tokens: manifest["maxTokens"].as_u64().unwrap_or(128) as usize,
+            blend_weight: None,
         })?)
     };
     let fp32 = load("model.fp32.onnx")?;

@@ -690,7 +690,7 @@ fn a_section_titled_with_every_query_word_beats_a_semantic_near_miss() {
 
 fn model_alone() -> EngineOptions {
     EngineOptions {
-        rerank_weight: 1.0,
+        rerank_weight: Some(1.0),
         ..Default::default()
     }
 }
@@ -725,7 +725,7 @@ fn a_rerank_model_reorders_the_candidate_pool() {
 fn the_rerank_weight_blends_model_and_fused_scores() {
     // With weight 0 a constant model leaves the fused order untouched ...
     let fused_only = EngineOptions {
-        rerank_weight: 0.0,
+        rerank_weight: Some(0.0),
         ..Default::default()
     };
     let e = engine()
@@ -750,7 +750,7 @@ fn the_rerank_weight_blends_model_and_fused_scores() {
         let e = engine()
             .with_reranker(Box::new(WordOverlap))
             .with_options(EngineOptions {
-                rerank_weight: w,
+                rerank_weight: Some(w),
                 ..Default::default()
             });
         let r = ok(&e, body.clone());
@@ -760,6 +760,57 @@ fn the_rerank_weight_blends_model_and_fused_scores() {
         );
         assert!(r.results.iter().all(|x| x.ranking_signals.rerank.is_some()));
     }
+}
+
+/// Word overlap again, shipped with a calibrated blend weight (as a manifest's `blendWeight`).
+#[derive(Debug)]
+struct Calibrated(f32);
+
+impl Rerank for Calibrated {
+    fn score(&self, query: &str, passage: &str) -> docloupe::Result<f32> {
+        WordOverlap.score(query, passage)
+    }
+
+    fn blend_weight(&self) -> Option<f32> {
+        Some(self.0)
+    }
+}
+
+#[test]
+fn a_models_calibrated_weight_applies_unless_the_host_sets_one() {
+    let body = json!({"query": "cache size install windows", "limit": 20});
+    let order = |r: &SearchResponse| -> Vec<(String, u32)> {
+        r.results
+            .iter()
+            .map(|x| (x.document_path.clone(), x.chunk_index))
+            .collect()
+    };
+    let fused = order(&ok(
+        &engine(),
+        json!({"query": "cache size install windows", "limit": 20, "rerank": false}),
+    ));
+    let by_model = order(&ok(
+        &engine()
+            .with_reranker(Box::new(WordOverlap))
+            .with_options(model_alone()),
+        body.clone(),
+    ));
+    assert_ne!(fused, by_model, "the test needs a model that reorders");
+    // Calibrated to 0: the model is scored and reported but the fused order stands.
+    let r = ok(
+        &engine().with_reranker(Box::new(Calibrated(0.0))),
+        body.clone(),
+    );
+    assert_eq!(order(&r), fused);
+    assert!(r.results.iter().all(|x| x.ranking_signals.rerank.is_some()));
+    // The host's weight wins over the model's.
+    let r = ok(
+        &engine()
+            .with_reranker(Box::new(Calibrated(0.0)))
+            .with_options(model_alone()),
+        body,
+    );
+    assert_eq!(order(&r), by_model);
 }
 
 #[test]
@@ -927,6 +978,7 @@ fn an_embedding_model_is_not_accepted_as_a_reranker() {
         onnx: m.onnx.clone(),
         tokenizer: m.tokenizer.clone(),
         max_tokens: 128,
+        blend_weight: None,
     };
     let e = docloupe::CrossEncoder::new(&files).unwrap_err();
     assert!(matches!(e, docloupe::Error::Model(_)), "{e}");

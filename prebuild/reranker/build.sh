@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Rebuilds the project's reranker from scratch: mine → train → export → check → install.
-# Usage: bash prebuild/reranker/build.sh      (about 45 minutes on 2 CPU cores)
+# Rebuilds the project's reranker from scratch: mine → train → export → check → install →
+# calibrate. Usage: bash prebuild/reranker/build.sh      (about an hour on 2 CPU cores)
 #
-# Not part of `make test` or CI: a trained model is installed into prebuild/reranker/model,
-# where the CLI finds it. Every step is pinned and seeded, so a re-run on the same machine
-# reproduces the checkpoint; the exported bytes depend only on the weights.
+# Not part of `make test` or CI: the model in prebuild/reranker/model is committed (see
+# MODEL_CARD.md) and pinned by DEFAULT_RERANKER_SHA256 in src/search/rerank.rs; after a
+# rebuild that changes it, update the pin and the card. Every step is pinned and seeded, so a
+# re-run on the same machine reproduces the checkpoint; the exported bytes depend only on the
+# weights.
 # Work files live in $DOCLOUPE_CACHE/reranker (default ~/.cache/docloupe/reranker); training
 # resumes from its last checkpoint when interrupted.
 set -euo pipefail
@@ -37,4 +39,6 @@ target/release/examples/rerank_check "$RUN/export" "$WORK/groups.jsonl" | tee "$
 
 mkdir -p prebuild/reranker/model
 cp "$RUN/export/model.int8.onnx" "$RUN/export/tokenizer.json" "$RUN/export/manifest.json" prebuild/reranker/model/
+# The blend weight is chosen on SciFact train (never test) and written into the manifest.
+python3 prebuild/reranker/calibrate.py prebuild/reranker/model | tee "$RUN/calibration.txt"
 echo "installed: prebuild/reranker/model ($(sha256sum prebuild/reranker/model/model.int8.onnx | cut -c1-64))"

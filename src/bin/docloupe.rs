@@ -61,8 +61,9 @@ struct SearchArgs {
     #[arg(long, hide = true, default_value_t = EngineOptions::default().max_limit)]
     max_limit: usize,
     /// Share of the rerank model in ordering its pool (0..1), for benchmark comparisons.
-    #[arg(long, hide = true, default_value_t = docloupe::search::DEFAULT_RERANK_WEIGHT)]
-    rerank_weight: f32,
+    /// Default: the weight calibrated for the model (its manifest's blendWeight).
+    #[arg(long, hide = true, value_parser = parse_weight)]
+    rerank_weight: Option<f32>,
     /// Hybrid fusion method (weighted or rrf), for benchmark comparisons.
     #[arg(long, hide = true, default_value = "weighted")]
     fusion: Fusion,
@@ -168,21 +169,24 @@ fn search(args: SearchArgs) -> Result<()> {
     // Only hybrid requests rerank; a single fulltext/semantic query skips loading the model.
     // An explicit --reranker must load; the default directory is used when a model is there.
     let wants_reranker = !args.no_reranker && (args.jsonl || mode == Mode::Hybrid);
-    let reranker_dir = match &args.reranker {
-        Some(dir) => Some(dir.clone()),
-        None => Some(default_reranker_dir()).filter(|d| d.join("manifest.json").is_file()),
-    };
-    if let (true, true, Some(dir)) = (wants_reranker, header.flags.hybrid, reranker_dir) {
-        let files = RerankerFiles::from_dir(&dir).with_context(|| {
-            format!(
-                "cannot load the reranker from {} (or pass --no-reranker)",
-                dir.display()
-            )
-        })?;
-        engine = engine.with_reranker(Box::new(
-            CrossEncoder::new(&files)
-                .with_context(|| format!("cannot load reranker {}", dir.display()))?,
-        ));
+    if wants_reranker && header.flags.hybrid {
+        let dir = args.reranker.clone().unwrap_or_else(default_reranker_dir);
+        let files = match &args.reranker {
+            Some(dir) => Some(RerankerFiles::from_dir(dir)),
+            None => RerankerFiles::default_model().transpose(),
+        };
+        if let Some(files) = files {
+            let files = files.with_context(|| {
+                format!(
+                    "cannot load the reranker from {} (or pass --no-reranker)",
+                    dir.display()
+                )
+            })?;
+            engine = engine.with_reranker(Box::new(
+                CrossEncoder::new(&files)
+                    .with_context(|| format!("cannot load reranker {}", dir.display()))?,
+            ));
+        }
     }
 
     let stdout = std::io::stdout();
@@ -294,4 +298,11 @@ fn print_text(out: &mut impl Write, r: &SearchResponse, color: bool) -> std::io:
         writeln!(out, "   {line}")?;
     }
     Ok(())
+}
+
+fn parse_weight(s: &str) -> Result<f32, String> {
+    match s.parse::<f32>() {
+        Ok(w) if (0.0..=1.0).contains(&w) => Ok(w),
+        _ => Err(format!("{s} is not a number in 0..1")),
+    }
 }

@@ -32,10 +32,6 @@ pub use response::{
     Timings,
 };
 
-/// The model alone decides the order of its pool (see [`EngineOptions::rerank_weight`]). A
-/// shipped model's weight is to be chosen on a training split, never on test qrels.
-pub const DEFAULT_RERANK_WEIGHT: f32 = 1.0;
-
 /// Engine-wide settings (not part of a request).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineOptions {
@@ -47,8 +43,10 @@ pub struct EngineOptions {
     pub fusion: Fusion,
     /// How much the rerank model decides the order of its pool: the pool is sorted by
     /// `w · p + (1 − w) · fused`, with `p` the model's probability and `fused` the fused score
-    /// (0..1 for the default weighted fusion). 1 = the model alone.
-    pub rerank_weight: f32,
+    /// (0..1 for the default weighted fusion). 1 = the model alone. `None`: the weight
+    /// calibrated for the model ([`Rerank::blend_weight`], chosen on a training split, never
+    /// on test qrels), else 1.
+    pub rerank_weight: Option<f32>,
 }
 
 impl Default for EngineOptions {
@@ -58,7 +56,7 @@ impl Default for EngineOptions {
             fallback_policy: FallbackPolicy::default(),
             max_limit: request::MAX_LIMIT,
             fusion: Fusion::default(),
-            rerank_weight: DEFAULT_RERANK_WEIGHT,
+            rerank_weight: None,
         }
     }
 }
@@ -226,7 +224,12 @@ impl Engine {
                     // fused score by `rerank_weight`); candidates beyond it keep their fused
                     // order below it. Scores keep that order visible: (0.5, 1] for reranked
                     // results, [0, 0.5] for the rest.
-                    let w = self.options.rerank_weight.clamp(0.0, 1.0);
+                    let w = self
+                        .options
+                        .rerank_weight
+                        .or_else(|| self.reranker.as_ref().and_then(|m| m.blend_weight()))
+                        .unwrap_or(1.0)
+                        .clamp(0.0, 1.0);
                     for (entry, p) in order.iter_mut().zip(&probs) {
                         let blended = w * p + (1.0 - w) * entry.1.clamp(0.0, 1.0);
                         entry.1 = 0.5 + 0.5 * blended.max(f32::MIN_POSITIVE);

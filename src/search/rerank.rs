@@ -63,6 +63,12 @@ impl Fallback {
 pub trait Rerank: Send + Sync + std::fmt::Debug {
     /// Raw relevance logit of one pair; higher is more relevant.
     fn score(&self, query: &str, passage: &str) -> Result<f32>;
+
+    /// How much this model should decide the order of its pool when blended with the fused
+    /// score (see `EngineOptions::rerank_weight`), as calibrated for it; `None`: the model alone.
+    fn blend_weight(&self) -> Option<f32> {
+        None
+    }
 }
 
 /// Maps a logit onto (0, 1). Clamped to ±15 first so the result is never exactly 0 or 1 in
@@ -114,10 +120,17 @@ pub struct RerankerFiles {
     /// Longest pair in tokens (special tokens included); longer pairs are truncated, the
     /// longer side first.
     pub max_tokens: usize,
+    /// Calibrated blend weight (`blendWeight` in manifest.json), in 0..=1.
+    pub blend_weight: Option<f32>,
 }
 
-/// Where `prebuild/reranker/build.sh` installs the project's own reranker.
+/// Where the project's own reranker is committed (`prebuild/reranker/build.sh` rebuilds it).
 pub const DEFAULT_RERANKER_SUBDIR: &str = "prebuild/reranker/model";
+
+/// sha256 of the committed `model.int8.onnx`: the built-in default loads only this file, so a
+/// binary and a model from different commits cannot be paired silently.
+pub const DEFAULT_RERANKER_SHA256: &str =
+    "d35537f2cff272ef09e1af9911c3cb2aa0dff038bad79be1fc5305b1e0f61f14";
 
 /// The default reranker directory: `$DOCLOUPE_RERANKER_DIR`, else the installed model in the
 /// source tree this binary was built from.
@@ -152,6 +165,18 @@ impl RerankerFiles {
             onnx: read("model.int8.onnx")?,
             tokenizer: read("tokenizer.json")?,
             max_tokens: manifest["maxTokens"].as_u64().unwrap_or(256) as usize,
+            blend_weight: match &manifest["blendWeight"] {
+                serde_json::Value::Null => None,
+                v => Some(
+                    v.as_f64()
+                        .filter(|w| (0.0..=1.0).contains(w))
+                        .ok_or_else(|| {
+                            Error::Model(format!(
+                                "reranker manifest.json: blendWeight {v} is not a number in 0..=1"
+                            ))
+                        })? as f32,
+                ),
+            },
         };
         for (name, bytes) in [
             ("model.int8.onnx", &files.onnx),
@@ -169,6 +194,27 @@ impl RerankerFiles {
         }
         Ok(files)
     }
+
+    /// The reranker the engine uses when none is named: `$DOCLOUPE_RERANKER_DIR` as given, or
+    /// else the committed model, which must be the pinned file. `None` when the directory has
+    /// no model (a trimmed install); the rerank stage then falls back as the contract says.
+    pub fn default_model() -> Result<Option<RerankerFiles>> {
+        let dir = default_reranker_dir();
+        if !dir.join("manifest.json").is_file() {
+            return Ok(None);
+        }
+        let files = RerankerFiles::from_dir(&dir)?;
+        if std::env::var_os("DOCLOUPE_RERANKER_DIR").is_none() {
+            let got = sha256_hex(&files.onnx);
+            if got != DEFAULT_RERANKER_SHA256 {
+                return Err(Error::Model(format!(
+                    "{} is not the reranker this build pins (sha256 {got}, expected {DEFAULT_RERANKER_SHA256})",
+                    dir.join("model.int8.onnx").display()
+                )));
+            }
+        }
+        Ok(Some(files))
+    }
 }
 
 /// A BERT-style cross-encoder: inputs `input_ids`, `attention_mask`, `token_type_ids`
@@ -176,6 +222,7 @@ impl RerankerFiles {
 pub struct CrossEncoder {
     id: String,
     sha256: String,
+    blend_weight: Option<f32>,
     tokenizer: Tokenizer,
     plan: Arc<TypedRunnableModel>,
 }
@@ -208,6 +255,7 @@ impl CrossEncoder {
         let model = CrossEncoder {
             id: files.id.clone(),
             sha256: sha256_hex(&files.onnx),
+            blend_weight: files.blend_weight,
             tokenizer,
             plan,
         };
@@ -244,6 +292,10 @@ impl Rerank for CrossEncoder {
             )));
         }
         Ok(logits.iter().next().copied().unwrap_or(f32::NAN))
+    }
+
+    fn blend_weight(&self) -> Option<f32> {
+        self.blend_weight
     }
 }
 
