@@ -9,10 +9,16 @@ pub mod embed;
 pub mod error;
 pub mod index;
 pub mod search;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
 
-pub use embed::{Embedder, ModelFiles, ModelInfo};
+#[cfg(feature = "models")]
+pub use embed::Embedder;
+pub use embed::{ModelFiles, ModelInfo};
 pub use error::{Error, ErrorCode, Result};
+#[cfg(feature = "models")]
+pub use search::CrossEncoder;
 pub use search::{
-    CrossEncoder, Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion, Mode,
-    Rerank, RerankerFiles, SearchRequest, SearchResponse, SearchResult,
+    Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion, Mode, Rerank,
+    RerankerFiles, SearchRequest, SearchResponse, SearchResult,
 };

@@ -814,6 +814,45 @@ fn a_models_calibrated_weight_applies_unless_the_host_sets_one() {
 }
 
 #[test]
+fn while_the_models_load_hybrid_and_semantic_answer_lexically_and_say_so() {
+    let bytes = common::fixture_bundle();
+    let loading = docloupe::Engine::lexical(bytes)
+        .unwrap()
+        .with_options(EngineOptions {
+            models_loading: true,
+            ..Default::default()
+        });
+    let lexical = ok(
+        &loading,
+        json!({"query": "cache size", "mode": "fulltext", "includeContext": false}),
+    );
+    assert!(!lexical.fallback_applied);
+    for mode in ["hybrid", "semantic"] {
+        let r = ok(
+            &loading,
+            json!({"query": "cache size", "mode": mode, "includeContext": false}),
+        );
+        assert!(r.fallback_applied, "{mode}");
+        assert_eq!(r.degraded_reason.as_deref(), Some("models_loading"));
+        assert_eq!(r.results, lexical.results, "{mode}: the lexical ranking");
+        assert!(r.results.iter().all(|x| x.ranking_signals.rerank.is_none()));
+    }
+    // Without the host's word, a missing model is still a refusal (the contract's error).
+    let plain = docloupe::Engine::lexical(bytes).unwrap();
+    let e = plain.search_json(r#"{"query": "cache size"}"#).unwrap_err();
+    assert_eq!(e.error_code, ErrorCode::DocsRerankingUnavailable);
+    // And once the model is there, the flag changes nothing.
+    let r = ok(
+        &engine().with_options(EngineOptions {
+            models_loading: true,
+            ..Default::default()
+        }),
+        json!({"query": "cache size", "rerank": false}),
+    );
+    assert!(!r.fallback_applied);
+}
+
+#[test]
 fn candidates_beyond_the_pool_follow_the_reranked_ones() {
     let e = engine().with_reranker(Box::new(WordOverlap));
     let r = ok(

@@ -165,6 +165,7 @@ fn search(args: SearchArgs) -> Result<()> {
             max_limit: args.max_limit,
             fusion: args.fusion,
             rerank_weight: args.rerank_weight,
+            ..EngineOptions::default()
         });
     // Only hybrid requests rerank; a single fulltext/semantic query skips loading the model.
     // An explicit --reranker must load; the default directory is used when a model is there.

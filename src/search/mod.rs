@@ -19,6 +19,7 @@ use web_time::{Duration, Instant};
 
 use crate::analyze::Analyzer;
 use crate::bundle::{self, Bundle, Header};
+#[cfg(feature = "models")]
 use crate::embed::{Embedder, ModelFiles};
 use crate::error::{Error, Result};
 
@@ -26,11 +27,16 @@ pub use fuse::Fusion;
 pub use request::{Filters, Mode, SearchRequest, MAX_QUERY_CHARS};
 #[cfg(not(target_arch = "wasm32"))]
 pub use rerank::default_reranker_dir;
-pub use rerank::{CrossEncoder, FallbackPolicy, Rerank, RerankerFiles};
+#[cfg(feature = "models")]
+pub use rerank::CrossEncoder;
+pub use rerank::{FallbackPolicy, Rerank, RerankerFiles};
 pub use response::{
     ContextChunk, ErrorResponse, Facets, Highlight, RankingSignals, SearchResponse, SearchResult,
     Timings,
 };
+
+/// `degradedReason` of a semantic or hybrid request answered lexically while the models load.
+pub const MODELS_LOADING: &str = "models_loading";
 
 /// Engine-wide settings (not part of a request).
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +53,11 @@ pub struct EngineOptions {
     /// calibrated for the model ([`Rerank::blend_weight`], chosen on a training split, never
     /// on test qrels), else 1.
     pub rerank_weight: Option<f32>,
+    /// The host is still loading the embedding model (the browser's progressive start: the
+    /// lexical build answers while the full one loads). Semantic and hybrid requests are then
+    /// answered from the lexical index, flagged `fallbackApplied: true` with
+    /// `degradedReason: "models_loading"`, instead of refused as with no model at all.
+    pub models_loading: bool,
 }
 
 impl Default for EngineOptions {
@@ -57,6 +68,7 @@ impl Default for EngineOptions {
             max_limit: request::MAX_LIMIT,
             fusion: Fusion::default(),
             rerank_weight: None,
+            models_loading: false,
         }
     }
 }
@@ -66,6 +78,7 @@ impl Default for EngineOptions {
 pub struct Engine {
     bundle: Bundle,
     analyzer: Analyzer,
+    #[cfg(feature = "models")]
     embedder: Option<Embedder>,
     reranker: Option<Box<dyn Rerank>>,
     /// Storage position of each chunk's vector.
@@ -74,8 +87,33 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// Decodes `bytes` with no models: `fulltext` only (semantic and hybrid requests are
+    /// refused as with a missing model). The lexical-only build has just this.
+    pub fn lexical(bytes: &[u8]) -> Result<Engine> {
+        let bundle = bundle::decode(bytes)?;
+        Ok(Engine::assemble(bundle))
+    }
+
+    fn assemble(bundle: Bundle) -> Engine {
+        let positions = bundle
+            .vectors
+            .as_ref()
+            .map(|v| v.positions(bundle.docs.chunks.len()))
+            .unwrap_or_default();
+        Engine {
+            bundle,
+            analyzer: Analyzer::new(),
+            #[cfg(feature = "models")]
+            embedder: None,
+            reranker: None,
+            positions,
+            options: EngineOptions::default(),
+        }
+    }
+
     /// Decodes `bytes` and loads the model if given. A bundle with vectors queried without a
     /// model still answers `fulltext`; a model different from the bundle's is an error.
+    #[cfg(feature = "models")]
     pub fn from_bundle(bytes: &[u8], models: Option<&ModelFiles>) -> Result<Engine> {
         let embedder = models.map(Embedder::new).transpose()?;
         Engine::with_embedder(bytes, embedder)
@@ -83,10 +121,21 @@ impl Engine {
 
     /// Like [`Engine::from_bundle`] with an already loaded model (loading one takes longer
     /// than decoding most bundles, so callers with several bundles share it).
+    #[cfg(feature = "models")]
     pub fn with_embedder(bytes: &[u8], embedder: Option<Embedder>) -> Result<Engine> {
-        let bundle = bundle::decode(bytes)?;
-        if let (Some(expected), Some(e)) = (&bundle.header.embedding, &embedder) {
-            let provided = e.info();
+        let mut engine = Engine::assemble(bundle::decode(bytes)?);
+        if let Some(e) = embedder {
+            engine.install_embedder(e)?;
+        }
+        Ok(engine)
+    }
+
+    /// Installs the embedding model after the bundle (the browser loads models in the
+    /// background while the engine already answers `fulltext`). It must be the bundle's model.
+    #[cfg(feature = "models")]
+    pub fn install_embedder(&mut self, embedder: Embedder) -> Result<()> {
+        if let Some(expected) = &self.bundle.header.embedding {
+            let provided = embedder.info();
             if expected.sha256 != provided.sha256
                 || expected.tokenizer_sha256 != provided.tokenizer_sha256
             {
@@ -96,30 +145,27 @@ impl Engine {
                 });
             }
         }
-        let positions = bundle
-            .vectors
-            .as_ref()
-            .map(|v| v.positions(bundle.docs.chunks.len()))
-            .unwrap_or_default();
-        Ok(Engine {
-            bundle,
-            analyzer: Analyzer::new(),
-            embedder,
-            reranker: None,
-            positions,
-            options: EngineOptions::default(),
-        })
+        self.embedder = Some(embedder);
+        Ok(())
     }
 
     /// Installs the rerank model used when a hybrid request asks for reranking.
     pub fn with_reranker(mut self, reranker: Box<dyn Rerank>) -> Engine {
-        self.reranker = Some(reranker);
+        self.set_reranker(reranker);
         self
     }
 
+    pub fn set_reranker(&mut self, reranker: Box<dyn Rerank>) {
+        self.reranker = Some(reranker);
+    }
+
     pub fn with_options(mut self, options: EngineOptions) -> Engine {
-        self.options = options;
+        self.set_options(options);
         self
+    }
+
+    pub fn set_options(&mut self, options: EngineOptions) {
+        self.options = options;
     }
 
     pub fn options(&self) -> &EngineOptions {
@@ -136,7 +182,14 @@ impl Engine {
 
     /// Whether semantic and hybrid requests can be answered.
     pub fn semantic_ready(&self) -> bool {
-        self.bundle.vectors.is_some() && self.embedder.is_some()
+        self.bundle.vectors.is_some() && self.has_embedder()
+    }
+
+    fn has_embedder(&self) -> bool {
+        #[cfg(feature = "models")]
+        return self.embedder.is_some();
+        #[cfg(not(feature = "models"))]
+        false
     }
 
     pub fn reranker_ready(&self) -> bool {
@@ -172,7 +225,13 @@ impl Engine {
         // Candidates.
         let tokens = self.analyzer.tokens(&plan.query);
         let terms: Vec<String> = tokens.iter().map(|t| t.term.clone()).collect();
-        let query_vector = match plan.mode {
+        // While the host loads the models, semantic and hybrid degrade to the lexical ranking.
+        let loading = plan.mode != Mode::Fulltext
+            && self.options.models_loading
+            && !self.has_embedder()
+            && self.bundle.vectors.is_some();
+        let mode = if loading { Mode::Fulltext } else { plan.mode };
+        let query_vector = match mode {
             Mode::Fulltext => None,
             mode => {
                 let t = Instant::now();
@@ -194,7 +253,7 @@ impl Engine {
             &self.analyzer,
             &terms,
             query_vector.as_deref(),
-            plan.mode,
+            mode,
             self.options.fusion,
             pool,
         );
@@ -210,7 +269,7 @@ impl Engine {
             .map(|(i, h)| (i, h.score, None))
             .collect();
         let mut fallback = None;
-        if plan.rerank {
+        if plan.rerank && !loading {
             let t = Instant::now();
             let pool_len = plan.candidate_limit.min(capped.len());
             let passages: Vec<String> = capped[..pool_len]
@@ -283,8 +342,12 @@ impl Engine {
             query: plan.query,
             total,
             applied_strategy: strategy(plan.mode, plan.rerank).to_owned(),
-            fallback_applied: fallback.is_some(),
-            degraded_reason: fallback.map(|f| f.reason().to_owned()),
+            fallback_applied: loading || fallback.is_some(),
+            degraded_reason: if loading {
+                Some(MODELS_LOADING.to_owned())
+            } else {
+                fallback.map(|f| f.reason().to_owned())
+            },
             results,
             facets,
             suggestions,
@@ -313,14 +376,16 @@ impl Engine {
             },
             _ => Error::SemanticUnavailable(why),
         };
-        let Some(embedder) = &self.embedder else {
-            return Err(unavailable(
-                "no embedding model is loaded; use mode \"fulltext\"".into(),
-            ));
-        };
-        embedder
-            .embed(query)
-            .map_err(|e| unavailable(format!("embedding the query failed: {e}")))
+        #[cfg(feature = "models")]
+        if let Some(embedder) = &self.embedder {
+            return embedder
+                .embed(query)
+                .map_err(|e| unavailable(format!("embedding the query failed: {e}")));
+        }
+        let _ = query;
+        Err(unavailable(
+            "no embedding model is loaded; use mode \"fulltext\"".into(),
+        ))
     }
 }
 

@@ -11,13 +11,18 @@
 //! and the budget is checked before every pair, so a request overshoots the budget by at
 //! most one pair's inference.
 
+#[cfg(feature = "models")]
 use std::sync::Arc;
 
+#[cfg(feature = "models")]
 use tokenizers::{Tokenizer, TruncationParams, TruncationStrategy};
+#[cfg(feature = "models")]
 use tract_onnx::prelude::*;
 use web_time::{Duration, Instant};
 
-use crate::embed::{load_plan, run_encoding, sha256_hex};
+use crate::embed::sha256_hex;
+#[cfg(feature = "models")]
+use crate::embed::{load_plan, run_encoding};
 use crate::error::{Error, Result};
 
 /// What the engine does when the rerank stage cannot decide the order.
@@ -142,28 +147,25 @@ pub fn default_reranker_dir() -> std::path::PathBuf {
     }
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 impl RerankerFiles {
-    /// Reads a reranker directory: `manifest.json` (`id`, `maxTokens`, and the `sha256` of
-    /// each file, which is verified), `model.int8.onnx`, `tokenizer.json`.
-    pub fn from_dir(dir: &std::path::Path) -> Result<RerankerFiles> {
-        let read = |name: &str| {
-            std::fs::read(dir.join(name)).map_err(|e| {
-                Error::Model(format!(
-                    "cannot read reranker file {}: {e}",
-                    dir.join(name).display()
-                ))
-            })
-        };
-        let manifest: serde_json::Value = serde_json::from_slice(&read("manifest.json")?)
-            .map_err(|e| Error::Model(format!("bad manifest.json in {}: {e}", dir.display())))?;
+    /// A reranker from its three files' bytes: `manifest.json` (`id`, `maxTokens`,
+    /// `blendWeight`, and the `sha256` of each file, which is verified), the int8 ONNX and
+    /// `tokenizer.json`. `origin` names where they came from, for messages.
+    pub fn from_parts(
+        manifest: &[u8],
+        onnx: Vec<u8>,
+        tokenizer: Vec<u8>,
+        origin: &str,
+    ) -> Result<RerankerFiles> {
+        let manifest: serde_json::Value = serde_json::from_slice(manifest)
+            .map_err(|e| Error::Model(format!("bad reranker manifest.json in {origin}: {e}")))?;
         let files = RerankerFiles {
             id: manifest["id"]
                 .as_str()
                 .ok_or_else(|| Error::Model("reranker manifest.json has no id".into()))?
                 .to_owned(),
-            onnx: read("model.int8.onnx")?,
-            tokenizer: read("tokenizer.json")?,
+            onnx,
+            tokenizer,
             max_tokens: manifest["maxTokens"].as_u64().unwrap_or(256) as usize,
             blend_weight: match &manifest["blendWeight"] {
                 serde_json::Value::Null => None,
@@ -186,13 +188,34 @@ impl RerankerFiles {
                 let got = sha256_hex(bytes);
                 if got != want {
                     return Err(Error::Model(format!(
-                        "{} does not match manifest.json (sha256 {got}, expected {want})",
-                        dir.join(name).display()
+                        "{origin}/{name} does not match manifest.json (sha256 {got}, expected {want})"
                     )));
                 }
             }
         }
         Ok(files)
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl RerankerFiles {
+    /// Reads a reranker directory: `manifest.json`, `model.int8.onnx`, `tokenizer.json` (see
+    /// [`RerankerFiles::from_parts`]).
+    pub fn from_dir(dir: &std::path::Path) -> Result<RerankerFiles> {
+        let read = |name: &str| {
+            std::fs::read(dir.join(name)).map_err(|e| {
+                Error::Model(format!(
+                    "cannot read reranker file {}: {e}",
+                    dir.join(name).display()
+                ))
+            })
+        };
+        RerankerFiles::from_parts(
+            &read("manifest.json")?,
+            read("model.int8.onnx")?,
+            read("tokenizer.json")?,
+            &dir.display().to_string(),
+        )
     }
 
     /// The reranker the engine uses when none is named: `$DOCLOUPE_RERANKER_DIR` as given, or
@@ -217,6 +240,7 @@ impl RerankerFiles {
     }
 }
 
+#[cfg(feature = "models")]
 /// A BERT-style cross-encoder: inputs `input_ids`, `attention_mask`, `token_type_ids`
 /// (`[1, sequence]`, i64), output one logit (`[1, 1]` or `[1]`).
 pub struct CrossEncoder {
@@ -227,6 +251,7 @@ pub struct CrossEncoder {
     plan: Arc<TypedRunnableModel>,
 }
 
+#[cfg(feature = "models")]
 impl std::fmt::Debug for CrossEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CrossEncoder")
@@ -236,6 +261,7 @@ impl std::fmt::Debug for CrossEncoder {
     }
 }
 
+#[cfg(feature = "models")]
 impl CrossEncoder {
     /// Loads and checks the model: a probe pair must produce exactly one finite logit, so a
     /// wrong file (an embedding model, a classifier with two labels) fails here, typed.
@@ -275,6 +301,7 @@ impl CrossEncoder {
     }
 }
 
+#[cfg(feature = "models")]
 impl Rerank for CrossEncoder {
     fn score(&self, query: &str, passage: &str) -> Result<f32> {
         let enc = self

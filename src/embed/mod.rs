@@ -1,0 +1,128 @@
+//! Sentence embeddings: tokenizer (`tokenizers`) → BERT encoder (ONNX run by `tract-onnx`) →
+//! attention-masked mean pooling → L2 normalization. Used by the index builder for every chunk
+//! and by the engine for every semantic query, so both sides embed identically.
+//!
+//! This module is the models' identity (files, ids, hashes), which every build needs to read
+//! a bundle; `encoder` runs them and exists only with the `models` feature (tract +
+//! tokenizers), which the lexical-only wasm build leaves out.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+#[cfg(not(target_arch = "wasm32"))]
+use crate::error::{Error, Result};
+
+#[cfg(feature = "models")]
+mod encoder;
+#[cfg(feature = "models")]
+pub use encoder::Embedder;
+#[cfg(feature = "models")]
+pub(crate) use encoder::{load_plan, run_encoding};
+
+/// The bytes of an embedding model as shipped by `prebuild/` plus its identity.
+#[derive(Clone)]
+pub struct ModelFiles {
+    /// Stable model id, e.g. `all-MiniLM-L6-v2-int8wo`; recorded in bundles.
+    pub id: String,
+    pub onnx: Vec<u8>,
+    pub tokenizer: Vec<u8>,
+    /// Longest input in tokens (special tokens included); longer inputs are truncated.
+    pub max_tokens: usize,
+}
+
+/// The identity of an embedding model as recorded in a bundle header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub id: String,
+    /// sha256 (hex) of the ONNX file.
+    pub sha256: String,
+    /// sha256 (hex) of tokenizer.json.
+    pub tokenizer_sha256: String,
+    pub dims: u32,
+    pub max_tokens: u32,
+}
+
+impl ModelInfo {
+    /// "id (sha256 prefix)" for messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (onnx sha256 {}, tokenizer sha256 {})",
+            self.id,
+            short(&self.sha256),
+            short(&self.tokenizer_sha256)
+        )
+    }
+}
+
+fn short(hex: &str) -> &str {
+    &hex[..hex.len().min(12)]
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl ModelFiles {
+    /// Reads a model directory written by `prebuild/models.py`: `manifest.json`,
+    /// `model.int8.onnx`, `tokenizer.json`.
+    pub fn from_dir(dir: &std::path::Path) -> Result<ModelFiles> {
+        Self::from_dir_with(dir, "model.int8.onnx")
+    }
+
+    /// Like [`ModelFiles::from_dir`] with another ONNX file of the same directory
+    /// (the fp32 reference model, for the quantization check).
+    pub fn from_dir_with(dir: &std::path::Path, onnx_name: &str) -> Result<ModelFiles> {
+        let read = |name: &str| {
+            std::fs::read(dir.join(name)).map_err(|e| {
+                Error::Model(format!(
+                    "cannot read {}: {e} (run `make models` to fetch and build the models)",
+                    dir.join(name).display()
+                ))
+            })
+        };
+        let manifest: serde_json::Value = serde_json::from_slice(&read("manifest.json")?)
+            .map_err(|e| Error::Model(format!("bad manifest.json in {}: {e}", dir.display())))?;
+        let mut id = manifest["id"]
+            .as_str()
+            .ok_or_else(|| Error::Model("manifest.json has no id".into()))?
+            .to_owned();
+        if onnx_name != "model.int8.onnx" {
+            id = format!("{id}+{onnx_name}");
+        }
+        let max_tokens = manifest["maxTokens"].as_u64().unwrap_or(256) as usize;
+        Ok(ModelFiles {
+            id,
+            onnx: read(onnx_name)?,
+            tokenizer: read("tokenizer.json")?,
+            max_tokens,
+        })
+    }
+}
+
+/// Scales `v` to unit length (leaves a zero vector alone).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// Where `prebuild/models.py` puts the default embedding model: `$DOCLOUPE_MODEL_DIR`, else
+/// `$DOCLOUPE_CACHE/models/all-MiniLM-L6-v2`, else `~/.cache/docloupe/models/all-MiniLM-L6-v2`.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn default_model_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("DOCLOUPE_MODEL_DIR") {
+        return dir.into();
+    }
+    let cache = std::env::var_os("DOCLOUPE_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| ".".into())
+                .join(".cache/docloupe")
+        });
+    cache.join("models").join("all-MiniLM-L6-v2")
+}

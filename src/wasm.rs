@@ -1,0 +1,175 @@
+//! WebAssembly bindings: a thin layer over [`Engine`] for browsers, Web Workers, Node and
+//! Cloudflare Workers. Everything crosses as bytes or JSON; the contract is the engine's.
+//!
+//! Two builds share this file: the lexical one (no `models` feature: no tract, no tokenizers)
+//! answers `fulltext` from the first bytes, and the full one also loads the embedding and
+//! rerank models. Errors never cross as exceptions with a Rust message: every call returns the
+//! contract's error object (`{errorCode, message, details}`) as a value. A panic aborts the
+//! instance (wasm32 has no unwinding); the hook keeps its message so the JS layer can answer
+//! `INTERNAL_ERROR` with it and start a fresh instance.
+
+use std::cell::RefCell;
+
+use wasm_bindgen::prelude::*;
+
+use crate::error::Error;
+use crate::search::{Engine, ErrorResponse};
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+#[wasm_bindgen(start)]
+fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info.to_string();
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(msg));
+    }));
+}
+
+/// The message of the panic that aborted the last call, if any (then the instance is spent).
+#[wasm_bindgen(js_name = takePanic)]
+pub fn take_panic() -> Option<String> {
+    LAST_PANIC.with(|p| p.borrow_mut().take())
+}
+
+/// Which build this is: `"lexical"` or `"full"`.
+#[wasm_bindgen(js_name = buildKind)]
+pub fn build_kind() -> String {
+    if cfg!(feature = "models") {
+        "full"
+    } else {
+        "lexical"
+    }
+    .into()
+}
+
+fn to_js<T: serde::Serialize>(v: &T) -> JsValue {
+    // JSON-compatible: maps become plain objects, u64 stay numbers.
+    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .unwrap_or(JsValue::NULL)
+}
+
+fn error_js(e: Error) -> JsValue {
+    to_js(&ErrorResponse::from(e))
+}
+
+#[wasm_bindgen(js_name = Engine)]
+pub struct WasmEngine {
+    inner: Engine,
+}
+
+#[wasm_bindgen(js_class = Engine)]
+impl WasmEngine {
+    /// Decodes a bundle. Throws the contract's error object (never a Rust message) on a
+    /// corrupt, truncated or foreign bundle.
+    #[wasm_bindgen(constructor)]
+    pub fn new(bundle: &[u8]) -> Result<WasmEngine, JsValue> {
+        Engine::lexical(bundle)
+            .map(|inner| WasmEngine { inner })
+            .map_err(error_js)
+    }
+
+    /// Loads the bundle's embedding model (ONNX + tokenizer.json bytes); they must be the
+    /// model the bundle was built with. Throws the contract's error object.
+    #[cfg(feature = "models")]
+    #[wasm_bindgen(js_name = loadEmbedder)]
+    pub fn load_embedder(&mut self, onnx: Vec<u8>, tokenizer: Vec<u8>) -> Result<(), JsValue> {
+        let Some(info) = self.inner.header().embedding.clone() else {
+            return Err(error_js(Error::HybridNotSupported {
+                mode: "semantic".into(),
+            }));
+        };
+        // Compare hashes before the (slow) load: a wrong file is named at once, typed.
+        let provided = crate::embed::ModelInfo {
+            sha256: crate::embed::sha256_hex(&onnx),
+            tokenizer_sha256: crate::embed::sha256_hex(&tokenizer),
+            ..info.clone()
+        };
+        if provided != info {
+            return Err(error_js(Error::EmbeddingModelMismatch {
+                expected: info.describe(),
+                provided: provided.describe(),
+            }));
+        }
+        let files = crate::embed::ModelFiles {
+            id: info.id,
+            onnx,
+            tokenizer,
+            max_tokens: info.max_tokens as usize,
+        };
+        let embedder = crate::embed::Embedder::new(&files).map_err(error_js)?;
+        self.inner.install_embedder(embedder).map_err(error_js)
+    }
+
+    /// Loads a cross-encoder from its manifest.json, int8 ONNX and tokenizer.json bytes.
+    #[cfg(feature = "models")]
+    #[wasm_bindgen(js_name = loadReranker)]
+    pub fn load_reranker(
+        &mut self,
+        manifest: &[u8],
+        onnx: Vec<u8>,
+        tokenizer: Vec<u8>,
+    ) -> Result<(), JsValue> {
+        let files = crate::search::RerankerFiles::from_parts(manifest, onnx, tokenizer, "reranker")
+            .map_err(error_js)?;
+        let model = crate::search::CrossEncoder::new(&files).map_err(error_js)?;
+        self.inner.set_reranker(Box::new(model));
+        Ok(())
+    }
+
+    /// Tells the engine that the host is still loading the models: semantic and hybrid
+    /// requests are answered lexically, flagged `fallbackApplied` with
+    /// `degradedReason: "models_loading"`, instead of refused.
+    #[wasm_bindgen(js_name = setModelsLoading)]
+    pub fn set_models_loading(&mut self, loading: bool) {
+        let mut options = self.inner.options().clone();
+        options.models_loading = loading;
+        self.inner.set_options(options);
+    }
+
+    /// The contract: a request object in, the response or the error object out (never throws).
+    pub fn search(&self, request: JsValue) -> JsValue {
+        let json = match serde_wasm_bindgen::from_value::<serde_json::Value>(request) {
+            Ok(v) => v.to_string(),
+            Err(e) => {
+                return error_js(Error::InvalidRequest {
+                    field: String::new(),
+                    message: format!("the request is not a JSON value: {e}"),
+                })
+            }
+        };
+        match self.inner.search_json(&json) {
+            Ok(r) => to_js(&r),
+            Err(e) => to_js(&e),
+        }
+    }
+
+    /// The same with JSON text in and out (the exact bytes the native CLI prints).
+    #[wasm_bindgen(js_name = searchJson)]
+    pub fn search_json(&self, request: &str) -> String {
+        let out = match self.inner.search_json(request) {
+            Ok(r) => serde_json::to_string(&r),
+            Err(e) => serde_json::to_string(&e),
+        };
+        out.unwrap_or_else(|_| {
+            String::from("{\"errorCode\":\"INTERNAL_ERROR\",\"message\":\"serialization failed\"}")
+        })
+    }
+
+    /// What is loaded: `{build, documents, chunks, vectors, projectId, embedding, semanticReady,
+    /// rerankerReady}`.
+    pub fn info(&self) -> JsValue {
+        let h = self.inner.header();
+        to_js(&serde_json::json!({
+            "build": build_kind(),
+            "documents": h.counts.documents,
+            "chunks": h.counts.chunks,
+            "vectors": h.counts.vectors,
+            "projectId": h.project_id,
+            "embedding": h.embedding.as_ref().map(|m| &m.id),
+            "semanticReady": self.inner.semantic_ready(),
+            "rerankerReady": self.inner.reranker_ready(),
+        }))
+    }
+}
