@@ -9,8 +9,10 @@ MODEL_DIR   := $(CACHE)/models/all-MiniLM-L6-v2
 CARGO       ?= cargo
 RELEASE_BIN := target/release
 DEMO_BUNDLE := $(CACHE)/demo/npm-docs.bundle
+# wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
+WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup models demo-docs build demo test lint unit bench bench-quality reranker clean-cache
+.PHONY: help setup setup-wasm models demo-docs build wasm demo test test-wasm lint unit bench bench-quality reranker clean-cache
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle, run sample searches"
@@ -19,12 +21,25 @@ help:
 	@echo "make bench-quality  nDCG/Recall/MRR + latency per search mode on SciFact and XQuAD-R"
 	@echo "make reranker  retrain the committed reranker model (~1 h)"
 	@echo "make models fetch, convert and quantize the embedding model into $(MODEL_DIR)"
+	@echo "make wasm   build the lexical and full wasm packages into www/pkg"
 
 # Toolchain pieces a fresh machine may lack; each step is skipped when already present.
 setup:
 	@rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 	@rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 	@command -v python3 >/dev/null || { echo "python3 is required (for prebuild/models.py)"; exit 1; }
+
+# The wasm toolchain: the target, wasm-bindgen-cli at the crate's version (built from
+# crates.io; ~6 min the first time), npm packages from the lockfile (binaryen's wasm-opt).
+setup-wasm: setup
+	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	@[ "$$(wasm-bindgen --version 2>/dev/null)" = "wasm-bindgen $(WASM_BINDGEN_VERSION)" ] \
+	  || $(CARGO) install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+	@command -v node >/dev/null || { echo "node and npm are required"; exit 1; }
+	@cd www && npm ci --no-audit --no-fund --loglevel=error
+
+wasm: setup-wasm
+	bash www/build-wasm.sh
 
 models: setup
 	python3 prebuild/models.py
@@ -46,14 +61,20 @@ demo: models build
 	  $(RELEASE_BIN)/docloupe search --bundle $(DEMO_BUNDLE) --limit 3 "$$q"; \
 	done
 
-lint:
+lint: setup-wasm
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features -- -D warnings
+	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features models -- -D warnings
 
 unit: build
 	$(CARGO) test --release --workspace
 
-test: models lint unit
+# Node: the JS API on both wasm builds and native/wasm parity over tests/parity/requests.jsonl.
+test-wasm: models build wasm
+	MODEL_DIR=$(MODEL_DIR) bash tests/wasm/run.sh
+
+test: models lint unit test-wasm
 
 bench: models build
 	python3 tests/bench/build_bench.py

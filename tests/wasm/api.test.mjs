@@ -1,0 +1,127 @@
+// The wasm engine through its JS surface, in Node: bad inputs come back as the contract's
+// error objects (never a thrown Rust message, never a hang), and both builds answer.
+// Run by tests/wasm/run.sh with DOCLOUPE_PKG, DOCLOUPE_BUNDLE, DOCLOUPE_MODEL_DIR, DOCLOUPE_RERANKER_DIR.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const PKG = env('DOCLOUPE_PKG');
+const bundle = fs.readFileSync(env('DOCLOUPE_BUNDLE'));
+const modelDir = env('DOCLOUPE_MODEL_DIR');
+const rerankerDir = env('DOCLOUPE_RERANKER_DIR');
+
+async function load(kind) {
+  const m = await import(path.resolve(PKG, kind, 'docloupe.js'));
+  m.initSync({ module: fs.readFileSync(path.join(PKG, kind, 'docloupe_bg.wasm')) });
+  return m;
+}
+const lexical = await load('lexical');
+const full = await load('full');
+
+const errorOf = (fn) => {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected the call to throw the contract error object');
+};
+
+test('each build says what it is', () => {
+  assert.equal(lexical.buildKind(), 'lexical');
+  assert.equal(full.buildKind(), 'full');
+  assert.equal(new lexical.Engine(bundle).info().chunks > 0, true);
+});
+
+test('the lexical build answers fulltext at once and flags hybrid while the models load', () => {
+  const e = new lexical.Engine(bundle);
+  const ft = e.search({ query: 'cache size', mode: 'fulltext' });
+  assert.equal(ft.fallbackApplied, false);
+  assert.equal(ft.results[0].documentPath, 'en/caching.md');
+  e.setModelsLoading(true);
+  const hy = e.search({ query: 'cache size' });
+  assert.equal(hy.appliedStrategy, 'bm25_plus_vector_rerank_docs_only');
+  assert.equal(hy.fallbackApplied, true);
+  assert.equal(hy.degradedReason, 'models_loading');
+  assert.deepEqual(hy.results.map((r) => r.chunkId), ft.results.map((r) => r.chunkId));
+  e.setModelsLoading(false);
+  assert.equal(e.search({ query: 'cache size' }).errorCode, 'DOCS_RERANKING_UNAVAILABLE');
+});
+
+test('requests of the wrong shape are INVALID_REQUEST naming the field', () => {
+  const e = new lexical.Engine(bundle);
+  const cases = [
+    [42, ''],
+    ['cache', ''],
+    [null, ''],
+    [undefined, ''],
+    [{}, 'query'],
+    [{ query: 7 }, 'query'],
+    [{ query: 'cache', limit: '3' }, 'limit'],
+    [{ query: 'cache', limit: 0 }, 'limit'],
+    [{ query: 'cache', mode: 'fuzzy' }, 'mode'],
+    [{ query: 'cache', colour: 'red' }, 'colour'],
+    [{ query: 'cache', filters: { dateFrom: '2024-02-30' } }, 'filters.dateFrom'],
+  ];
+  for (const [req, field] of cases) {
+    const r = e.search(req);
+    assert.equal(r.errorCode, 'INVALID_REQUEST', JSON.stringify(req));
+    assert.equal(r.details.field, field, JSON.stringify(req));
+    assert.equal(typeof r.message, 'string');
+  }
+  assert.equal(e.search({ query: '   ' }).errorCode, 'SEARCH_QUERY_EMPTY');
+  assert.equal(e.search({ query: 'x'.repeat(100000) }).errorCode, 'INVALID_REQUEST');
+  assert.equal(JSON.parse(e.searchJson('{"query": ')).errorCode, 'INVALID_REQUEST');
+});
+
+test('a corrupt, truncated or foreign bundle is DOCS_COLLECTION_UNAVAILABLE', () => {
+  const flipped = Uint8Array.from(bundle);
+  flipped[flipped.length - 10] ^= 0xff;
+  for (const bytes of [new Uint8Array(0), new Uint8Array([1, 2, 3]), bundle.subarray(0, bundle.length / 2),
+    flipped, new TextEncoder().encode('{"not":"a bundle"}')]) {
+    for (const m of [lexical, full]) {
+      const err = errorOf(() => new m.Engine(bytes));
+      assert.equal(err.errorCode, 'DOCS_COLLECTION_UNAVAILABLE', err.message);
+      assert.ok(err.details.reason);
+    }
+  }
+});
+
+test('a model that is not the bundle\'s, or not a model, is refused with a typed error', () => {
+  const e = new full.Engine(bundle);
+  const tokenizer = fs.readFileSync(path.join(modelDir, 'tokenizer.json'));
+  // The reranker is a BERT graph too (one logit, not 384 dims), the fp32 file is the right
+  // model in another encoding, and three bytes are nothing: each is named against the bundle's.
+  for (const bytes of [fs.readFileSync(path.join(rerankerDir, 'model.int8.onnx')),
+    fs.readFileSync(path.join(modelDir, 'model.fp32.onnx')), new Uint8Array([1, 2, 3])]) {
+    const err = errorOf(() => e.loadEmbedder(bytes, tokenizer));
+    assert.equal(err.errorCode, 'DOCS_COLLECTION_UNAVAILABLE', JSON.stringify(err));
+    assert.equal(err.details.reason, 'EmbeddingModelMismatch');
+    assert.match(err.details.expected, /all-MiniLM-L6-v2/);
+  }
+  const badManifest = errorOf(() => e.loadReranker(new TextEncoder().encode('{}'), new Uint8Array(1), new Uint8Array(1)));
+  assert.match(badManifest.message, /manifest/);
+  // Still usable, and without a model hybrid is the contract's refusal, not a crash.
+  assert.equal(e.search({ query: 'cache size' }).errorCode, 'DOCS_RERANKING_UNAVAILABLE');
+  assert.equal(e.search({ query: 'cache size', mode: 'fulltext' }).results[0].documentPath, 'en/caching.md');
+});
+
+test('the full build with both models reranks like native', () => {
+  const e = new full.Engine(bundle);
+  e.loadEmbedder(fs.readFileSync(path.join(modelDir, 'model.int8.onnx')), fs.readFileSync(path.join(modelDir, 'tokenizer.json')));
+  e.loadReranker(fs.readFileSync(path.join(rerankerDir, 'manifest.json')),
+    fs.readFileSync(path.join(rerankerDir, 'model.int8.onnx')), fs.readFileSync(path.join(rerankerDir, 'tokenizer.json')));
+  const info = e.info();
+  assert.equal(info.semanticReady, true);
+  assert.equal(info.rerankerReady, true);
+  const r = e.search({ query: 'how big can the cache be' });
+  assert.equal(r.fallbackApplied, false);
+  assert.equal(r.results[0].documentPath, 'en/caching.md');
+  assert.ok(r.results.every((x) => x.rankingSignals.rerank > 0));
+});

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the engine's two wasm packages into www/pkg/ (git-ignored):
+#   www/pkg/lexical  no models (no tract, no tokenizers): answers fulltext from the first bytes
+#   www/pkg/full     the embedding and rerank models too
+# Each: cargo (cdylib with LTO; cargo ignores LTO for the cdylib+rlib crate type) →
+# wasm-bindgen --target web (one glue for pages, Web Workers, Node and Cloudflare Workers) →
+# wasm-opt from npm's binaryen (Debian's v108 breaks wasm-bindgen 0.2.130 output).
+# Tools come from `make setup-wasm`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGET=wasm32-unknown-unknown
+WASM_OPT=www/node_modules/.bin/wasm-opt
+FEATURES=(--enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
+          --enable-mutable-globals --enable-reference-types --enable-multivalue)
+
+build() {
+  local kind=$1 profile=$2 opt=$3
+  shift 3
+  cargo rustc --quiet --lib --profile "$profile" --target "$TARGET" --no-default-features "$@" \
+    --crate-type cdylib
+  local out=www/pkg/$kind
+  rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+  wasm-bindgen --target web --out-dir "$out.tmp" --out-name docloupe \
+    "target/$TARGET/$profile/docloupe.wasm"
+  "$WASM_OPT" "$opt" "${FEATURES[@]}" "$out.tmp/docloupe_bg.wasm" -o "$out.tmp/docloupe_bg.wasm"
+  rm -rf "$out" && mv "$out.tmp" "$out"
+  node -e '
+    const z = require("zlib"), fs = require("fs");
+    const b = fs.readFileSync(process.argv[1]);
+    const br = z.brotliCompressSync(b, { params: { [z.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+    console.log(`${process.argv[2]}: ${b.length} bytes raw, ${z.gzipSync(b, { level: 9 }).length} gzip, ${br} brotli`);
+  ' "$out/docloupe_bg.wasm" "www/pkg/$kind"
+}
+
+build lexical wasm-small -Oz
+build full wasm-full -O3 --features models
