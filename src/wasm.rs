@@ -86,12 +86,9 @@ impl WasmEngine {
             tokenizer_sha256: crate::embed::sha256_hex(&tokenizer),
             ..info.clone()
         };
-        if provided != info {
-            return Err(error_js(Error::EmbeddingModelMismatch {
-                expected: info.describe(),
-                provided: provided.describe(),
-            }));
-        }
+        self.inner
+            .check_embedding_model(&provided)
+            .map_err(error_js)?;
         let files = crate::embed::ModelFiles {
             id: info.id,
             onnx,

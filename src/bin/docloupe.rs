@@ -171,12 +171,13 @@ fn search(args: SearchArgs) -> Result<()> {
     // An explicit --reranker must load; the default directory is used when a model is there.
     let wants_reranker = !args.no_reranker && (args.jsonl || mode == Mode::Hybrid);
     if wants_reranker && header.flags.hybrid {
-        let dir = args.reranker.clone().unwrap_or_else(default_reranker_dir);
-        let files = match &args.reranker {
-            Some(dir) => Some(RerankerFiles::from_dir(dir)),
-            None => RerankerFiles::default_model().transpose(),
+        let found = match &args.reranker {
+            Some(dir) => Some((dir.clone(), RerankerFiles::from_dir(dir))),
+            None => RerankerFiles::default_model()
+                .transpose()
+                .map(|files| (default_reranker_dir(), files)),
         };
-        if let Some(files) = files {
+        if let Some((dir, files)) = found {
             let files = files.with_context(|| {
                 format!(
                     "cannot load the reranker from {} (or pass --no-reranker)",

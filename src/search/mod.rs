@@ -19,6 +19,7 @@ use web_time::{Duration, Instant};
 
 use crate::analyze::Analyzer;
 use crate::bundle::{self, Bundle, Header};
+use crate::embed::ModelInfo;
 #[cfg(feature = "models")]
 use crate::embed::{Embedder, ModelFiles};
 use crate::error::{Error, Result};
@@ -134,8 +135,15 @@ impl Engine {
     /// background while the engine already answers `fulltext`). It must be the bundle's model.
     #[cfg(feature = "models")]
     pub fn install_embedder(&mut self, embedder: Embedder) -> Result<()> {
+        self.check_embedding_model(embedder.info())?;
+        self.embedder = Some(embedder);
+        Ok(())
+    }
+
+    /// Whether `provided` (ONNX and tokenizer hashes) is the model the bundle was built with;
+    /// hosts call it before a slow load to name a wrong file at once.
+    pub fn check_embedding_model(&self, provided: &ModelInfo) -> Result<()> {
         if let Some(expected) = &self.bundle.header.embedding {
-            let provided = embedder.info();
             if expected.sha256 != provided.sha256
                 || expected.tokenizer_sha256 != provided.tokenizer_sha256
             {
@@ -145,7 +153,6 @@ impl Engine {
                 });
             }
         }
-        self.embedder = Some(embedder);
         Ok(())
     }
 
