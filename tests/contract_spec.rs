@@ -1038,8 +1038,8 @@ fn an_embedding_model_is_not_accepted_as_a_reranker() {
 fn jsonl_batch_mode_answers_each_line_in_order() {
     use std::io::Write;
     let (_tmp, bundle) = common::fixture_bundle_file();
-    let mut child = std::process::Command::new(common::docloupe_bin())
-        .args(["search", "--bundle", bundle.to_str().unwrap(), "--jsonl"])
+    let mut child = common::docloupe_search(&bundle)
+        .arg("--jsonl")
         .args(["--models", common::model_dir().to_str().unwrap()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -1088,14 +1088,8 @@ fn jsonl_batch_mode_answers_each_line_in_order() {
 #[test]
 fn the_cli_json_format_prints_the_error_object() {
     let (_tmp, bundle) = common::fixture_bundle_file();
-    let out = std::process::Command::new(common::docloupe_bin())
-        .args([
-            "search",
-            "--bundle",
-            bundle.to_str().unwrap(),
-            "--mode",
-            "fulltext",
-        ])
+    let out = common::docloupe_search(&bundle)
+        .args(["--mode", "fulltext"])
         .args(["--format", "json", "--limit", "77", "cache"])
         .output()
         .unwrap();

@@ -115,17 +115,9 @@ fn the_engine_reranks_with_the_committed_model() {
 
 #[test]
 fn the_cli_loads_the_committed_reranker_by_default() {
-    let tmp = tempfile::tempdir().unwrap();
-    let bundle = tmp.path().join("f.bundle");
-    std::fs::write(&bundle, common::fixture_bundle()).unwrap();
-    let out = std::process::Command::new(common::docloupe_bin())
-        .args([
-            "search",
-            "--bundle",
-            bundle.to_str().unwrap(),
-            "--format",
-            "json",
-        ])
+    let (_tmp, bundle) = common::fixture_bundle_file();
+    let out = common::docloupe_search(&bundle)
+        .args(["--format", "json"])
         .args([
             "--models",
             common::model_dir().to_str().unwrap(),

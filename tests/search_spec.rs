@@ -196,14 +196,8 @@ fn fulltext_needs_no_model_and_semantic_says_why_it_cannot_run() {
 fn the_cli_prints_text_and_json() {
     let (_tmp, bundle) = common::fixture_bundle_file();
     let run = |format: &str| {
-        let out = std::process::Command::new(common::docloupe_bin())
-            .args([
-                "search",
-                "--bundle",
-                bundle.to_str().unwrap(),
-                "--models",
-                common::model_dir().to_str().unwrap(),
-            ])
+        let out = common::docloupe_search(&bundle)
+            .args(["--models", common::model_dir().to_str().unwrap()])
             .args([
                 "--format",
                 format,
@@ -247,15 +241,8 @@ fn the_cli_fails_clearly_on_a_bad_bundle() {
     let tmp = tempfile::tempdir().unwrap();
     let bundle = tmp.path().join("bad.bundle");
     std::fs::write(&bundle, b"not a bundle at all").unwrap();
-    let out = std::process::Command::new(common::docloupe_bin())
-        .args([
-            "search",
-            "--bundle",
-            bundle.to_str().unwrap(),
-            "--mode",
-            "fulltext",
-            "q",
-        ])
+    let out = common::docloupe_search(&bundle)
+        .args(["--mode", "fulltext", "q"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

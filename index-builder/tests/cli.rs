@@ -16,6 +16,12 @@ fn write(dir: &Path, rel: &str, bytes: &[u8]) {
     std::fs::write(p, bytes).unwrap();
 }
 
+/// `index-builder build <docs> --out <out> --no-embeddings <extra...>`.
+fn build_fulltext(docs: &Path, out: &Path, extra: &[&str]) -> Output {
+    let (docs, out) = (docs.to_str().unwrap(), out.to_str().unwrap());
+    builder(&[&["build", docs, "--out", out, "--no-embeddings"], extra].concat())
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -31,13 +37,7 @@ fn reports_an_ingest_result_and_skips_unreadable_files_with_a_warning() {
     write(&docs, "ignored/x.md", b"# Ignored\n\nby .gitignore\n");
     write(&docs, ".gitignore", b"ignored/\n");
     let out = tmp.path().join("out.bundle");
-    let o = builder(&[
-        "build",
-        docs.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--no-embeddings",
-    ]);
+    let o = build_fulltext(&docs, &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["documentsProcessed"], 2);
@@ -74,13 +74,7 @@ fn reports_an_ingest_result_and_skips_unreadable_files_with_a_warning() {
 #[test]
 fn an_empty_folder_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = builder(&[
-        "build",
-        tmp.path().to_str().unwrap(),
-        "--out",
-        tmp.path().join("b").to_str().unwrap(),
-        "--no-embeddings",
-    ]);
+    let o = build_fulltext(tmp.path(), &tmp.path().join("b"), &[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no markdown files"), "{}", stderr(&o));
 }
@@ -90,13 +84,7 @@ fn an_unwritable_output_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
     write(tmp.path(), "a.md", b"# A\n\ntext\n");
     let out = tmp.path().join("missing-dir/out.bundle");
-    let o = builder(&[
-        "build",
-        tmp.path().to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--no-embeddings",
-    ]);
+    let o = build_fulltext(tmp.path(), &out, &[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
 }
@@ -125,26 +113,18 @@ fn a_missing_model_is_an_error() {
 fn a_bad_project_id_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
     write(tmp.path(), "a.md", b"# A\n\ntext\n");
-    let o = builder(&[
-        "build",
-        tmp.path().to_str().unwrap(),
-        "--out",
-        tmp.path().join("b").to_str().unwrap(),
-        "--no-embeddings",
-        "--project",
-        "no slash",
-    ]);
+    let o = build_fulltext(
+        tmp.path(),
+        &tmp.path().join("b"),
+        &["--project", "no slash"],
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("namespace/name"), "{}", stderr(&o));
-    let o = builder(&[
-        "build",
-        tmp.path().to_str().unwrap(),
-        "--out",
-        tmp.path().join("b").to_str().unwrap(),
-        "--no-embeddings",
-        "--project",
-        "acme/docs",
-    ]);
+    let o = build_fulltext(
+        tmp.path(),
+        &tmp.path().join("b"),
+        &["--project", "acme/docs"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let engine =
         docloupe::Engine::from_bundle(&std::fs::read(tmp.path().join("b")).unwrap(), None).unwrap();
@@ -161,13 +141,7 @@ fn dump_prints_every_chunk_as_a_json_line() {
         b"---\ndescription: All about widgets.\n---\n# Guide\n\nIntro.\n\n## Setup\n\nInstall the widget.\n",
     );
     let out = tmp.path().join("out.bundle");
-    let o = builder(&[
-        "build",
-        docs.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--no-embeddings",
-    ]);
+    let o = build_fulltext(&docs, &out, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let chunks: u64 = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
         ["chunksWritten"]

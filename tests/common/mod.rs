@@ -37,6 +37,13 @@ pub fn docloupe_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_docloupe"))
 }
 
+/// `docloupe search --bundle <bundle>`, ready for more arguments.
+pub fn docloupe_search(bundle: &Path) -> Command {
+    let mut cmd = Command::new(docloupe_bin());
+    cmd.arg("search").arg("--bundle").arg(bundle);
+    cmd
+}
+
 pub fn index_builder_bin() -> PathBuf {
     let p = docloupe_bin().with_file_name(format!("index-builder{}", std::env::consts::EXE_SUFFIX));
     assert!(
