@@ -20,7 +20,6 @@ smaller weight (the cheaper claim).
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,15 +35,9 @@ GRID = [round(0.05 * i, 2) for i in range(21)]
 
 
 def run(bundle, queries, rerank, extra):
-    lines = [json.dumps({"query": q["text"], "limit": POOL, "candidateLimit": POOL, "maxChunksPerDocument": 1,
-                         "includeContext": False, "mode": "hybrid", "rerank": rerank}, ensure_ascii=False)
-             for q in queries]
-    r = subprocess.run([os.path.join(quality.BIN, "docloupe"), "search", "--bundle", bundle, "--jsonl",
-                        "--rerank-budget-ms", "600000", *extra],
-                       input="\n".join(lines) + "\n", capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"docloupe search failed:\n{r.stderr}")
-    out = [json.loads(line) for line in r.stdout.splitlines()]
+    requests = [{"query": q["text"], "limit": POOL, "candidateLimit": POOL, "maxChunksPerDocument": 1,
+                 "includeContext": False, "mode": "hybrid", "rerank": rerank} for q in queries]
+    out = quality.search_jsonl(bundle, requests, ["--rerank-budget-ms", "600000", *extra])
     bad = [o for o in out if "errorCode" in o or o.get("fallbackApplied")]
     if bad:
         sys.exit(f"{len(bad)} requests failed or fell back, e.g. {bad[0]}")

@@ -98,21 +98,25 @@ def prepare(name, rebuild=False):
     return bundle
 
 
-def run_queries(bundle, queries, fields, extra_args):
-    """Sends every query through one `docloupe search --jsonl` process; returns
-    (ranked document ids per query, totalMs per query, error count)."""
-    lines = []
-    for q in queries:
-        req = {"query": q["text"], "limit": DEPTH, "maxChunksPerDocument": 1, "includeContext": False}
-        req.update(fields)
-        lines.append(json.dumps(req, ensure_ascii=False))
-    r = subprocess.run([os.path.join(BIN, "docloupe"), "search", "--bundle", bundle, "--jsonl",
-                        "--max-limit", str(DEPTH), *extra_args],
+def search_jsonl(bundle, requests, extra_args):
+    """Sends request objects through one `docloupe search --jsonl` process; returns the parsed
+    response (or error) objects, in order."""
+    lines = [json.dumps(req, ensure_ascii=False) for req in requests]
+    r = subprocess.run([os.path.join(BIN, "docloupe"), "search", "--bundle", bundle, "--jsonl", *extra_args],
                        input="\n".join(lines) + "\n", capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"docloupe search --jsonl failed:\n{r.stderr}")
     out = [json.loads(line) for line in r.stdout.splitlines()]
-    assert len(out) == len(queries), (len(out), len(queries))
+    assert len(out) == len(requests), (len(out), len(requests))
+    return out
+
+
+def run_queries(bundle, queries, fields, extra_args):
+    """Sends every query through one `docloupe search --jsonl` process; returns
+    (ranked document ids per query, totalMs per query, error count)."""
+    requests = [{"query": q["text"], "limit": DEPTH, "maxChunksPerDocument": 1, "includeContext": False, **fields}
+                for q in queries]
+    out = search_jsonl(bundle, requests, ["--max-limit", str(DEPTH), *extra_args])
     ranked, latency, errors, fallbacks = [], [], 0, 0
     for resp in out:
         if "errorCode" in resp:
@@ -209,12 +213,10 @@ def main():
         # one thread, timed by the engine (timings.rerankMs), on the first dataset's queries.
         name = args.datasets[0]
         queries = read_jsonl(os.path.join(EVAL, name, "queries.jsonl"))[:200]
-        lines = [json.dumps({"query": q["text"], "limit": 20, "candidateLimit": 20,
-                             "includeContext": False}, ensure_ascii=False) for q in queries]
-        r = subprocess.run([os.path.join(BIN, "docloupe"), "search", "--bundle", prepare(name), "--jsonl",
-                            "--rerank-budget-ms", "60000", *extra],
-                           input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
-        ms = [json.loads(line)["timings"]["rerankMs"] for line in r.stdout.splitlines()]
+        requests = [{"query": q["text"], "limit": 20, "candidateLimit": 20, "includeContext": False}
+                    for q in queries]
+        ms = [resp["timings"]["rerankMs"]
+              for resp in search_jsonl(prepare(name), requests, ["--rerank-budget-ms", "60000", *extra])]
         print(f"rerank stage, 20 candidates, {len(ms)} {name} queries, native 1 thread: "
               f"p50 {percentile(ms, 0.5):.1f} ms, p95 {percentile(ms, 0.95):.1f} ms")
     if args.json:
