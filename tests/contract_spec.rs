@@ -352,6 +352,28 @@ fn every_invalid_field_is_rejected_and_named() {
     assert_eq!(v.as_object().unwrap().len(), 3);
 }
 
+/// Regression: serde's derived structs also read an array of their fields in order, so
+/// `["cache"]` was answered as a search for "cache" and `"filters": []` as no filters.
+#[test]
+fn a_request_and_its_filters_must_be_json_objects() {
+    let e = engine();
+    for (body, field) in [
+        (json!(["cache"]), ""),
+        (json!([]), ""),
+        (json!({"query": "cache", "filters": []}), "filters"),
+        (json!({"query": "cache", "filters": [["md"]]}), "filters"),
+    ] {
+        let x = err(&e, body.clone());
+        assert_eq!(x.error_code, ErrorCode::InvalidRequest, "{body}: {x:?}");
+        assert_eq!(x.details.as_ref().unwrap()["field"], field, "{body}: {x:?}");
+        assert!(x.message.contains("a JSON object"), "{body}: {}", x.message);
+    }
+    // null still means "no filters", and a nested error still names its path.
+    ok(&e, json!({"query": "cache", "filters": null, "mode": "fulltext"}));
+    let x = err(&e, json!({"query": "cache", "filters": {"dateFrom": "2024-02-30"}}));
+    assert_eq!(x.details.as_ref().unwrap()["field"], "filters.dateFrom");
+}
+
 #[test]
 fn a_query_of_exactly_500_characters_is_accepted() {
     let e = engine();

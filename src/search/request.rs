@@ -4,7 +4,11 @@
 //! request costs nothing and always gets `INVALID_REQUEST` (or `SEARCH_QUERY_EMPTY`) with the
 //! offending field named in `details.field`.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{Error, Result};
 
@@ -57,7 +61,11 @@ pub struct SearchRequest {
     pub rerank: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_limit: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "object_or_null"
+    )]
     pub filters: Option<Filters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chunks_per_document: Option<usize>,
@@ -122,7 +130,7 @@ impl SearchRequest {
     /// `INVALID_REQUEST` naming the field (dotted path, e.g. `filters.dateFrom`).
     pub fn from_json(json: &str) -> Result<SearchRequest> {
         let de = &mut serde_json::Deserializer::from_str(json);
-        serde_path_to_error::deserialize(de).map_err(|e| {
+        serde_path_to_error::deserialize(de).map(|ObjectOnly(r)| r).map_err(|e| {
             let inner = e.inner().to_string();
             let mut field = e.path().to_string();
             // A missing field is reported at its parent; name the field itself.
@@ -145,6 +153,33 @@ impl SearchRequest {
             }
         })
     }
+}
+
+/// Deserializes a struct from a JSON object only. serde's derived structs also accept an
+/// array of their fields in order, so `["cache"]` would be a request and `"filters": []`
+/// empty filters; the contract says objects.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Object<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Object(PhantomData)).map(ObjectOnly)
+    }
+}
+
+fn object_or_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> std::result::Result<Option<T>, D::Error> {
+    Option::<ObjectOnly<T>>::deserialize(d).map(|o| o.map(|ObjectOnly(v)| v))
 }
 
 /// A validated request with defaults applied: what the pipeline runs.
