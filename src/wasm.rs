@@ -45,8 +45,12 @@ pub fn build_kind() -> String {
 }
 
 fn to_js<T: serde::Serialize>(v: &T) -> JsValue {
-    // JSON-compatible: maps become plain objects, u64 stay numbers.
-    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+    // Through JSON text, not serde-wasm-bindgen: an f32 score must become the JS number of
+    // its shortest decimal form (4.723891), as native prints it, not the widened f64
+    // (4.723890781402588), so `JSON.stringify` of the object equals the native line.
+    serde_json::to_string(v)
+        .ok()
+        .and_then(|json| js_sys::JSON::parse(&json).ok())
         .unwrap_or(JsValue::NULL)
 }
 
@@ -127,12 +131,18 @@ impl WasmEngine {
 
     /// The contract: a request object in, the response or the error object out (never throws).
     pub fn search(&self, request: JsValue) -> JsValue {
-        let json = match serde_wasm_bindgen::from_value::<serde_json::Value>(request) {
-            Ok(v) => v.to_string(),
-            Err(e) => {
+        // JSON.stringify is the JS host's own reading of "a JSON value": functions and
+        // undefined members drop out, and what cannot be written (undefined itself, a BigInt,
+        // a cycle) is not a request.
+        let json = match js_sys::JSON::stringify(&request)
+            .ok()
+            .and_then(|s| s.as_string())
+        {
+            Some(json) => json,
+            None => {
                 return error_js(Error::InvalidRequest {
                     field: String::new(),
-                    message: format!("the request is not a JSON value: {e}"),
+                    message: "the request is not a JSON value".into(),
                 })
             }
         };

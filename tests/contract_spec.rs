@@ -369,8 +369,14 @@ fn a_request_and_its_filters_must_be_json_objects() {
         assert!(x.message.contains("a JSON object"), "{body}: {}", x.message);
     }
     // null still means "no filters", and a nested error still names its path.
-    ok(&e, json!({"query": "cache", "filters": null, "mode": "fulltext"}));
-    let x = err(&e, json!({"query": "cache", "filters": {"dateFrom": "2024-02-30"}}));
+    ok(
+        &e,
+        json!({"query": "cache", "filters": null, "mode": "fulltext"}),
+    );
+    let x = err(
+        &e,
+        json!({"query": "cache", "filters": {"dateFrom": "2024-02-30"}}),
+    );
     assert_eq!(x.details.as_ref().unwrap()["field"], "filters.dateFrom");
 }
 

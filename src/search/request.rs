@@ -130,28 +130,30 @@ impl SearchRequest {
     /// `INVALID_REQUEST` naming the field (dotted path, e.g. `filters.dateFrom`).
     pub fn from_json(json: &str) -> Result<SearchRequest> {
         let de = &mut serde_json::Deserializer::from_str(json);
-        serde_path_to_error::deserialize(de).map(|ObjectOnly(r)| r).map_err(|e| {
-            let inner = e.inner().to_string();
-            let mut field = e.path().to_string();
-            // A missing field is reported at its parent; name the field itself.
-            if let Some(name) = inner
-                .strip_prefix("missing field `")
-                .and_then(|r| r.split('`').next())
-            {
-                field = if field == "." {
-                    name.to_owned()
-                } else {
-                    format!("{field}.{name}")
-                };
-            }
-            if field == "." || field == "?" {
-                field = String::new();
-            }
-            Error::InvalidRequest {
-                field,
-                message: inner,
-            }
-        })
+        serde_path_to_error::deserialize(de)
+            .map(|ObjectOnly(r)| r)
+            .map_err(|e| {
+                let inner = e.inner().to_string();
+                let mut field = e.path().to_string();
+                // A missing field is reported at its parent; name the field itself.
+                if let Some(name) = inner
+                    .strip_prefix("missing field `")
+                    .and_then(|r| r.split('`').next())
+                {
+                    field = if field == "." {
+                        name.to_owned()
+                    } else {
+                        format!("{field}.{name}")
+                    };
+                }
+                if field == "." || field == "?" {
+                    field = String::new();
+                }
+                Error::InvalidRequest {
+                    field,
+                    message: inner,
+                }
+            })
     }
 }
 

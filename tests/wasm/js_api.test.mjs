@@ -1,0 +1,110 @@
+// docloupe.js (the JS API) in Node, where there is no Web Worker: it runs on the calling
+// thread, opens the bundle with the lexical build, answers at once, loads the models in the
+// background and switches to the full build. The same API in Chromium, in a Worker, is
+// tests/wasm/browser.mjs. Run by tests/wasm/run.sh (env: DOCLOUPE_BUNDLE, DOCLOUPE_MODEL_DIR,
+// DOCLOUPE_RERANKER_DIR).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Docloupe } from '../../www/docloupe.js';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const bundlePath = env('DOCLOUPE_BUNDLE');
+const modelDir = env('DOCLOUPE_MODEL_DIR');
+const rerankerDir = env('DOCLOUPE_RERANKER_DIR');
+const file = (dir, name) => pathToFileURL(path.resolve(dir, name)).href;
+const models = {
+  embedding: { onnx: file(modelDir, 'model.int8.onnx'), tokenizer: file(modelDir, 'tokenizer.json') },
+  reranker: {
+    manifest: file(rerankerDir, 'manifest.json'),
+    onnx: file(rerankerDir, 'model.int8.onnx'),
+    tokenizer: file(rerankerDir, 'tokenizer.json'),
+  },
+};
+const rejection = async (promise) => {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected a rejection');
+};
+
+test('fulltext answers at once; hybrid is flagged until the models are in, then reranked', async () => {
+  const phases = [];
+  const engine = await Docloupe.open({ bundle: pathToFileURL(bundlePath), models, onStatus: (s) => phases.push(s.phase) });
+  assert.equal(engine.thread, 'main-thread');
+  assert.equal(engine.status().phase, 'loading-models');
+  assert.equal(engine.status().build, 'lexical');
+  const early = await engine.search({ query: 'how big can the cache be' });
+  assert.equal(early.fallbackApplied, true);
+  assert.equal(early.degradedReason, 'models_loading');
+  assert.equal(early.results[0].documentPath, 'en/caching.md');
+
+  const ready = await engine.ready;
+  assert.equal(ready.phase, 'ready', JSON.stringify(ready.error));
+  assert.equal(ready.build, 'full');
+  assert.ok(ready.semanticReady && ready.rerankerReady);
+  assert.ok(ready.modelsMs >= ready.openMs);
+  assert.deepEqual(phases, ['loading-models', 'ready']);
+  const late = await engine.search({ query: 'how big can the cache be' });
+  assert.equal(late.fallbackApplied, false);
+  assert.equal(late.degradedReason, undefined);
+  assert.ok(late.results.every((r) => r.rankingSignals.rerank > 0));
+  engine.close();
+  assert.equal((await engine.search({ query: 'cache' })).errorCode, 'INTERNAL_ERROR');
+});
+
+test('without models only fulltext is served, and says so', async () => {
+  const engine = await Docloupe.open({ bundle: fs.readFileSync(bundlePath) });
+  assert.equal(engine.status().phase, 'ready');
+  assert.equal(engine.status().semanticReady, false);
+  assert.equal((await engine.search({ query: 'cache size', mode: 'fulltext' })).results[0].documentPath, 'en/caching.md');
+  assert.equal((await engine.search({ query: 'cache size', mode: 'semantic' })).errorCode, 'DOCS_COLLECTION_UNAVAILABLE');
+  engine.close();
+});
+
+test('bad requests resolve to contract errors; search never rejects', async () => {
+  const engine = await Docloupe.open({ bundle: fs.readFileSync(bundlePath) });
+  for (const req of [undefined, null, 42, 'cache', {}, { query: 7 }, { query: 'x', limit: -1 }, { query: 'x', nope: 1 }, { query: 'x', filters: [] }]) {
+    const r = await engine.search(req);
+    assert.equal(r.errorCode, 'INVALID_REQUEST', JSON.stringify(req));
+  }
+  assert.equal((await engine.search({ query: ' ' })).errorCode, 'SEARCH_QUERY_EMPTY');
+  engine.close();
+});
+
+test('a missing, corrupt or foreign bundle rejects open() with DOCS_COLLECTION_UNAVAILABLE', async () => {
+  const good = fs.readFileSync(bundlePath);
+  const flipped = Uint8Array.from(good);
+  flipped[100] ^= 0x01;
+  for (const bundle of [pathToFileURL('/nonexistent/docs.bundle'), new Uint8Array(0), good.subarray(0, 1000), flipped,
+    new TextEncoder().encode('<html>404</html>')]) {
+    const e = await rejection(Docloupe.open({ bundle }));
+    assert.equal(e.errorCode, 'DOCS_COLLECTION_UNAVAILABLE', JSON.stringify(e));
+    assert.ok(e.details.reason);
+  }
+  for (const bundle of [undefined, 42, { url: 'x' }]) {
+    const e = await rejection(Docloupe.open({ bundle }));
+    assert.equal(e.errorCode, 'INVALID_REQUEST', JSON.stringify(e));
+    assert.equal(e.details.field, 'bundle');
+  }
+});
+
+test('a model of the wrong kind fails loading, typed; fulltext keeps working and hybrid is refused', async () => {
+  const wrong = { embedding: { onnx: models.reranker.onnx, tokenizer: models.embedding.tokenizer } };
+  const engine = await Docloupe.open({ bundle: fs.readFileSync(bundlePath), models: wrong });
+  const status = await engine.ready;
+  assert.equal(status.phase, 'failed');
+  assert.equal(status.error.errorCode, 'DOCS_COLLECTION_UNAVAILABLE');
+  assert.equal(status.error.details.reason, 'EmbeddingModelMismatch');
+  assert.equal((await engine.search({ query: 'cache size', mode: 'fulltext' })).results[0].documentPath, 'en/caching.md');
+  assert.equal((await engine.search({ query: 'cache size' })).errorCode, 'DOCS_RERANKING_UNAVAILABLE');
+  engine.close();
+});

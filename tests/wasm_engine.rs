@@ -1,0 +1,158 @@
+//! Spec of the wasm bindings (`src/wasm.rs`), compiled to wasm32 and run by
+//! wasm-bindgen-test in Node and in headless Chromium (`tests/wasm/run.sh`); empty natively.
+//! The lexical build is what runs here; the full build (models) is covered through the JS
+//! API in `tests/wasm/*.test.mjs`, in Node and in Chromium.
+#![cfg(target_arch = "wasm32")]
+
+use docloupe::wasm::{build_kind, take_panic, WasmEngine};
+use serde_json::{json, Value};
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+/// Frozen format-v1 bundle of `tests/fixtures/docs` with vectors (see tests/format_compat.rs).
+const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v1-hybrid.bundle");
+
+fn engine() -> WasmEngine {
+    WasmEngine::new(BUNDLE).unwrap_or_else(|e| panic!("the frozen bundle loads: {e:?}"))
+}
+
+fn js(v: &Value) -> JsValue {
+    js_sys::JSON::parse(&v.to_string()).unwrap()
+}
+
+fn value(v: JsValue) -> Value {
+    serde_json::from_str(&String::from(js_sys::JSON::stringify(&v).unwrap())).unwrap()
+}
+
+#[wasm_bindgen_test]
+fn this_is_the_lexical_build_and_it_reads_the_bundle() {
+    assert_eq!(build_kind(), "lexical");
+    let info = value(engine().info());
+    assert_eq!(info["documents"], 7);
+    assert_eq!(info["projectId"], "docloupe/fixtures");
+    assert_eq!(info["vectors"], 14);
+    assert_eq!(info["embedding"], "all-MiniLM-L6-v2-int8wo");
+    assert_eq!(info["semanticReady"], false);
+}
+
+#[wasm_bindgen_test]
+fn fulltext_answers_the_contract_in_russian_and_english() {
+    let e = engine();
+    let ru = value(e.search(js(&json!({"query": "размер кэша", "mode": "fulltext"}))));
+    assert_eq!(ru["results"][0]["documentPath"], "ru/документация.md");
+    assert_eq!(ru["appliedStrategy"], "bm25_docs_only");
+    assert_eq!(ru["fallbackApplied"], false);
+    let en = value(e.search(js(&json!({"query": "cache size", "mode": "fulltext"}))));
+    assert_eq!(en["results"][0]["documentPath"], "en/caching.md");
+    assert!(en["results"][0]["highlights"].as_array().unwrap().len() >= 2);
+}
+
+/// The `timings` object is the one part that differs from call to call.
+fn strip_timings(line: &str) -> String {
+    match line.find(",\"timings\":{") {
+        Some(start) => {
+            let end = start + line[start..].find('}').unwrap() + 1;
+            format!("{}{}", &line[..start], &line[end..])
+        }
+        None => line.to_owned(),
+    }
+}
+
+/// The object `search` returns is `JSON.parse` of the bytes `searchJson` (and native) print:
+/// every f32 the same JS number (not a widened f64), every field in the same order.
+#[wasm_bindgen_test]
+fn the_object_surface_is_the_parsed_json_surface() {
+    let e = engine();
+    for request in [
+        json!({"query": "install update", "mode": "fulltext", "limit": 5, "includeContext": true}),
+        json!({"query": "размер кэша", "mode": "fulltext", "filters": {"documentTypes": ["md"]}}),
+        json!({"query": "cache", "limit": 99}),
+    ] {
+        let text = e.search_json(&request.to_string());
+        let parsed = js_sys::JSON::parse(&text).unwrap();
+        let stringify = |v: &JsValue| String::from(js_sys::JSON::stringify(v).unwrap());
+        let object = e.search(js(&request));
+        assert_eq!(
+            strip_timings(&stringify(&object)),
+            strip_timings(&stringify(&parsed))
+        );
+    }
+}
+
+#[wasm_bindgen_test]
+fn bad_requests_are_returned_as_error_objects_never_thrown() {
+    let e = engine();
+    let cases = [
+        (JsValue::from(42), "INVALID_REQUEST", ""),
+        (JsValue::NULL, "INVALID_REQUEST", ""),
+        (JsValue::UNDEFINED, "INVALID_REQUEST", ""),
+        (js_sys::BigInt::from(7u64).into(), "INVALID_REQUEST", ""),
+        (js(&json!(["cache"])), "INVALID_REQUEST", ""),
+        (js(&json!({"query": 7})), "INVALID_REQUEST", "query"),
+        (
+            js(&json!({"query": "a", "limit": 51})),
+            "INVALID_REQUEST",
+            "limit",
+        ),
+        (
+            js(&json!({"query": "a", "mode": "fuzzy"})),
+            "INVALID_REQUEST",
+            "mode",
+        ),
+        (
+            js(&json!({"query": "a", "filters": {"dateTo": "May"}})),
+            "INVALID_REQUEST",
+            "filters.dateTo",
+        ),
+        (js(&json!({"query": "   "})), "SEARCH_QUERY_EMPTY", "query"),
+        (
+            js(&json!({"query": "x".repeat(501)})),
+            "INVALID_REQUEST",
+            "query",
+        ),
+    ];
+    for (request, code, field) in cases {
+        let r = value(e.search(request));
+        assert_eq!(r["errorCode"], code, "{r}");
+        assert_eq!(r["details"]["field"], field, "{r}");
+        assert!(r["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    let r: Value = serde_json::from_str(&e.search_json("{\"query\": ")).unwrap();
+    assert_eq!(r["errorCode"], "INVALID_REQUEST");
+    // The lexical build has no models: semantic is the contract's refusal.
+    let r = value(e.search(js(&json!({"query": "cache", "mode": "semantic"}))));
+    assert_eq!(r["errorCode"], "DOCS_COLLECTION_UNAVAILABLE");
+    assert_eq!(take_panic(), None);
+}
+
+#[wasm_bindgen_test]
+fn while_models_load_hybrid_is_answered_lexically_and_flagged() {
+    let mut e = engine();
+    e.set_models_loading(true);
+    let r = value(e.search(js(&json!({"query": "cache size"}))));
+    assert_eq!(r["fallbackApplied"], true);
+    assert_eq!(r["degradedReason"], "models_loading");
+    assert_eq!(r["results"][0]["documentPath"], "en/caching.md");
+    e.set_models_loading(false);
+    let r = value(e.search(js(&json!({"query": "cache size"}))));
+    assert_eq!(r["errorCode"], "DOCS_RERANKING_UNAVAILABLE");
+}
+
+#[wasm_bindgen_test]
+fn corrupt_truncated_and_foreign_bundles_are_typed_errors() {
+    let mut damaged: Vec<Vec<u8>> = vec![Vec::new(), b"PK\x03\x04 not a bundle".to_vec()];
+    damaged.extend((0..BUNDLE.len()).step_by(97).map(|n| BUNDLE[..n].to_vec()));
+    for at in [8, 40, BUNDLE.len() / 2, BUNDLE.len() - 1] {
+        let mut b = BUNDLE.to_vec();
+        b[at] ^= 0x5a;
+        damaged.push(b);
+    }
+    for bytes in damaged {
+        let err = match WasmEngine::new(&bytes) {
+            Ok(_) => panic!("{} damaged bytes were accepted", bytes.len()),
+            Err(e) => value(e),
+        };
+        assert_eq!(err["errorCode"], "DOCS_COLLECTION_UNAVAILABLE", "{err}");
+        assert!(err["details"]["reason"].is_string(), "{err}");
+    }
+}

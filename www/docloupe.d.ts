@@ -1,0 +1,162 @@
+// Types of docloupe's JS API (docloupe.js) and of the search contract it speaks.
+
+/** Where a file comes from: a URL (absolute or relative to the page) or its bytes. */
+export type Source = string | URL | ArrayBuffer | ArrayBufferView;
+
+export interface EmbeddingModelSources {
+  /** The int8 ONNX the bundle was built with (checked by sha256 before it loads). */
+  onnx: Source;
+  tokenizer: Source;
+}
+
+export interface RerankerSources {
+  manifest: Source;
+  onnx: Source;
+  tokenizer: Source;
+}
+
+export interface ModelSources {
+  embedding: EmbeddingModelSources;
+  /** Without it, hybrid answers the fused order with `degradedReason: "rerank_model_unavailable"`. */
+  reranker?: RerankerSources;
+}
+
+export interface OpenOptions {
+  bundle: Source;
+  /** Loaded in the background after the lexical engine answers; omit for fulltext only. */
+  models?: ModelSources | false;
+  /** Run the engine in a Web Worker (default true); falls back to the calling thread. */
+  worker?: boolean;
+  /** Where the two wasm builds are; defaults to pkg/{lexical,full}/docloupe_bg.wasm beside this module. */
+  wasm?: { lexical?: Source; full?: Source };
+  onStatus?: (status: EngineStatus) => void;
+}
+
+export type Phase = 'loading-models' | 'ready' | 'failed' | 'closed';
+
+export interface EngineStatus {
+  /** loading-models: fulltext is served; semantic/hybrid are answered lexically, flagged. */
+  phase: Phase;
+  build: 'lexical' | 'full';
+  documents: number;
+  chunks: number;
+  projectId: string | null;
+  /** The bundle's embedding model id, or null for a fulltext-only bundle. */
+  embedding: string | null;
+  semanticReady: boolean;
+  rerankerReady: boolean;
+  /** Milliseconds from open() to fulltext being ready, and to the models being ready. */
+  openMs?: number;
+  modelsMs?: number;
+  /** Why loading the models failed (phase "failed"). */
+  error?: ErrorResponse;
+}
+
+export type Mode = 'hybrid' | 'fulltext' | 'semantic';
+
+export interface Filters {
+  documentTypes?: string[];
+  /** YYYY-MM-DD, inclusive. */
+  dateFrom?: string;
+  dateTo?: string;
+  sourcePrefix?: string;
+  tags?: string[];
+}
+
+export interface SearchRequest {
+  query: string;
+  limit?: number;
+  mode?: Mode;
+  rerank?: boolean;
+  candidateLimit?: number;
+  filters?: Filters;
+  maxChunksPerDocument?: number;
+  includeContext?: boolean;
+  workspacePath?: string;
+  projectId?: string;
+}
+
+export interface RankingSignals {
+  lexical: number;
+  semantic: number;
+  rerank?: number;
+}
+
+export interface Highlight {
+  start: number;
+  end: number;
+}
+
+export interface ContextChunk {
+  position: 'before' | 'after';
+  chunkIndex: number;
+  chunkId: string;
+  sectionPath: string[];
+  anchor: string;
+  lineStart: number;
+  lineEnd: number;
+  text: string;
+}
+
+export interface SearchResult {
+  documentPath: string;
+  chunkIndex: number;
+  chunkId: string;
+  title: string;
+  sectionPath: string[];
+  anchor: string;
+  lineStart: number;
+  lineEnd: number;
+  snippet: string;
+  highlights: Highlight[];
+  score: number;
+  sourceType: string;
+  documentType: string;
+  date?: string;
+  rankingSignals: RankingSignals;
+  context?: ContextChunk[];
+}
+
+export interface SearchResponse {
+  query: string;
+  total: number;
+  appliedStrategy: string;
+  fallbackApplied: boolean;
+  /**
+   * Present only when the response is not what was asked for: `models_loading`,
+   * `rerank_model_unavailable`, `rerank_failed`, `rerank_budget_exceeded`.
+   */
+  degradedReason?: string;
+  results: SearchResult[];
+  facets: { documentTypes: Record<string, number>; dates: Record<string, number> };
+  suggestions: string[];
+  timings: { totalMs: number; embedMs: number; retrieveMs: number; rerankMs: number };
+}
+
+export type ErrorCode =
+  | 'INVALID_REQUEST'
+  | 'SEARCH_QUERY_EMPTY'
+  | 'DOCS_COLLECTION_UNAVAILABLE'
+  | 'DOCS_RERANKING_UNAVAILABLE'
+  | 'INTERNAL_ERROR';
+
+export interface ErrorResponse {
+  errorCode: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+export declare class Docloupe {
+  /** Resolves once fulltext works; rejects with an ErrorResponse. */
+  static open(options: OpenOptions): Promise<Docloupe>;
+  /** Resolves when loading ends (phase "ready" or "failed"). */
+  readonly ready: Promise<EngineStatus>;
+  readonly thread: 'worker' | 'main-thread';
+  /** Never rejects: the response, or the contract's error object. */
+  search(request: SearchRequest): Promise<SearchResponse | ErrorResponse>;
+  status(): EngineStatus;
+  onStatus(listener: (status: EngineStatus) => void): () => void;
+  close(): void;
+}
+
+export default Docloupe;

@@ -1,0 +1,194 @@
+// docloupe's JS API:
+//
+//   import { Docloupe } from 'docloupe';
+//   const engine = await Docloupe.open({ bundle: '/docs.bundle', models: { embedding: {...} } });
+//   const response = await engine.search({ query: 'cache size' });   // or an error object
+//   engine.close();
+//
+// The engine runs in a Web Worker (the page's thread never runs a search) and falls back to
+// the calling thread where module workers are unavailable (Node, old browsers, a CSP that
+// forbids them). Responses and errors are the contract's objects, as the native CLI prints
+// them; `search` never rejects.
+import { Host, contractError } from './host.js';
+
+const errorOf = (e) =>
+  e && typeof e.errorCode === 'string' ? e : contractError('INTERNAL_ERROR', String(e?.message ?? e));
+
+/** Sources cross into the worker as absolute URLs (a worker resolves relative ones against itself). */
+function absolute(source) {
+  if (typeof source !== 'string' && !(source instanceof URL)) return source;
+  return new URL(source, globalThis.location?.href ?? import.meta.url).href;
+}
+
+function absoluteOptions({ bundle, models, wasm }) {
+  const map = (o) => (o && typeof o === 'object' ? Object.fromEntries(Object.entries(o).map(([k, v]) => [k, absolute(v)])) : o);
+  return {
+    bundle: absolute(bundle),
+    models: models && typeof models === 'object'
+      ? { embedding: map(models.embedding), reranker: map(models.reranker) }
+      : models,
+    wasm: map(wasm),
+  };
+}
+
+class WorkerEngine {
+  #worker;
+  #pending = new Map();
+  #next = 0;
+  #status;
+  #listeners;
+
+  constructor(worker, listeners) {
+    this.#worker = worker;
+    this.#listeners = listeners;
+    worker.onmessage = ({ data }) => {
+      if (data.op === 'status') return this.#listeners.status(data.value);
+      const p = this.#pending.get(data.id);
+      if (!p) return;
+      this.#pending.delete(data.id);
+      (data.ok ? p.resolve : p.reject)(data.value);
+    };
+    worker.onerror = (event) => {
+      event.preventDefault?.();
+      const error = contractError('INTERNAL_ERROR', `the search worker failed: ${event.message ?? 'unknown error'}`);
+      for (const p of this.#pending.values()) p.reject(error);
+      this.#pending.clear();
+    };
+  }
+
+  call(op, arg) {
+    return new Promise((resolve, reject) => {
+      const id = this.#next++;
+      this.#pending.set(id, { resolve, reject });
+      try {
+        this.#worker.postMessage({ id, op, arg });
+      } catch (e) {
+        // Not structured-cloneable (a function, a DOM node...): it is not a request.
+        this.#pending.delete(id);
+        reject(contractError('INVALID_REQUEST', `the request cannot be sent to the engine: ${e.message}`, { field: '' }));
+      }
+    });
+  }
+
+  close() {
+    this.#worker.terminate();
+    for (const p of this.#pending.values()) p.reject(contractError('INTERNAL_ERROR', 'the engine is closed'));
+    this.#pending.clear();
+  }
+}
+
+class LocalEngine {
+  constructor(host) {
+    this.host = host;
+  }
+
+  async call(op, arg) {
+    if (op === 'open') return this.host.open(arg);
+    if (op === 'search') return this.host.search(arg);
+    if (op === 'status') return this.host.status();
+    if (op === 'close') return this.host.close();
+    throw contractError('INTERNAL_ERROR', `unknown operation ${op}`);
+  }
+
+  close() {
+    this.host.close();
+  }
+}
+
+function startWorker() {
+  if (typeof Worker !== 'function') return null;
+  try {
+    return new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'docloupe' });
+  } catch {
+    return null; // e.g. a CSP without worker-src, or no module workers
+  }
+}
+
+export class Docloupe {
+  #backend;
+  #status = null;
+  #listeners = new Set();
+  #readyResolve;
+  /** Resolves with the status once loading has ended: phase "ready" or "failed". */
+  ready;
+  /** "worker" or "main-thread". */
+  thread;
+
+  constructor(thread) {
+    this.thread = thread;
+    this.ready = new Promise((resolve) => (this.#readyResolve = resolve));
+  }
+
+  /**
+   * Loads the bundle and the lexical engine; resolves as soon as fulltext search works.
+   * Models (if given) keep loading in the background: see `ready` and `onStatus`.
+   * Rejects with the contract's error object: a bundle that cannot be fetched, or is corrupt,
+   * truncated or foreign, is DOCS_COLLECTION_UNAVAILABLE with `details.reason`.
+   */
+  static async open(options = {}) {
+    const { worker = true, onStatus } = options;
+    const opts = absoluteOptions(options);
+    if (worker) {
+      const w = startWorker();
+      if (w) {
+        const engine = new Docloupe('worker');
+        if (onStatus) engine.onStatus(onStatus);
+        engine.#backend = new WorkerEngine(w, { status: (s) => engine.#update(s) });
+        try {
+          engine.#update(await engine.#backend.call('open', opts));
+          return engine;
+        } catch (e) {
+          engine.#backend.close();
+          // A worker that could not even start its module falls back; an engine error is final.
+          if (e?.errorCode !== 'INTERNAL_ERROR' || !/worker failed/.test(e.message)) throw errorOf(e);
+        }
+      }
+    }
+    const engine = new Docloupe('main-thread');
+    if (onStatus) engine.onStatus(onStatus);
+    engine.#backend = new LocalEngine(new Host((s) => engine.#update(s)));
+    try {
+      engine.#update(await engine.#backend.call('open', opts));
+    } catch (e) {
+      engine.#backend.close();
+      throw errorOf(e);
+    }
+    return engine;
+  }
+
+  /** The contract: resolves with the response object or the error object; never rejects. */
+  async search(request) {
+    try {
+      return await this.#backend.call('search', request);
+    } catch (e) {
+      return errorOf(e);
+    }
+  }
+
+  /** What is loaded now: {phase, build, documents, chunks, semanticReady, rerankerReady, ...}. */
+  status() {
+    return { ...this.#status };
+  }
+
+  /** Calls `listener(status)` on every change; returns a function that unsubscribes. */
+  onStatus(listener) {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  close() {
+    this.#backend?.close();
+    this.#status = { ...this.#status, phase: 'closed' };
+    this.#readyResolve(this.status());
+  }
+
+  #update(status) {
+    // open()'s reply repeats the status its host already pushed.
+    if (!status || JSON.stringify(status) === JSON.stringify(this.#status)) return;
+    this.#status = status;
+    for (const l of this.#listeners) l(this.status());
+    if (status.phase === 'ready' || status.phase === 'failed') this.#readyResolve(this.status());
+  }
+}
+
+export default Docloupe;

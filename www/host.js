@@ -1,0 +1,244 @@
+// The engine host: the part of the JS API that owns the wasm instances. It runs inside the Web
+// Worker (worker.js) or, where workers are unavailable, on the calling thread; docloupe.js
+// talks to it either way. Plain ES module: browsers, Web Workers and Node load it unchanged.
+//
+// Progressive loading: the lexical build (~100 KB) and the bundle come first and answer
+// fulltext at once. Then, in the background, the full build and the models load into a second
+// instance; until it replaces the first, semantic and hybrid requests are answered lexically
+// with `fallbackApplied: true, degradedReason: "models_loading"` (the engine's own flag).
+
+const PKG = new URL('./pkg/', import.meta.url);
+
+/** The contract's error object, for failures that happen outside the engine. */
+export function contractError(errorCode, message, details) {
+  return details === undefined ? { errorCode, message } : { errorCode, message, details };
+}
+
+const isContractError = (v) =>
+  v !== null && typeof v === 'object' && typeof v.errorCode === 'string' && typeof v.message === 'string';
+
+/**
+ * Loads a source (URL, path relative to the page, ArrayBuffer, typed array) as bytes. `field`
+ * names it in errors, as the option it came from (`bundle`, `models.embedding.onnx`...).
+ */
+export async function loadBytes(source, field) {
+  if (source instanceof Uint8Array) return source;
+  if (source instanceof ArrayBuffer) return new Uint8Array(source);
+  if (ArrayBuffer.isView(source)) return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+  if (typeof source !== 'string' && !(source instanceof URL)) {
+    throw contractError('INVALID_REQUEST', `${field} must be a URL or bytes (ArrayBuffer / Uint8Array)`, { field });
+  }
+  const base = globalThis.location?.href ?? import.meta.url;
+  const url = new URL(source, base);
+  try {
+    if (url.protocol === 'file:') {
+      // Node's fetch has no file: scheme; a path on disk is read directly.
+      const [{ readFile }, { fileURLToPath }] = await Promise.all([import('node:fs/promises'), import('node:url')]);
+      return new Uint8Array(await readFile(fileURLToPath(url)));
+    }
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
+    return new Uint8Array(await response.arrayBuffer());
+  } catch (e) {
+    throw contractError('DOCS_COLLECTION_UNAVAILABLE', `could not load ${field} from ${url.href}: ${e.message}`, {
+      reason: 'fetch_failed',
+      source: url.href,
+    });
+  }
+}
+
+/** One wasm build, instantiable again after a panic has spent an instance. */
+class Build {
+  constructor(kind, wasmSource) {
+    this.kind = kind;
+    this.wasmSource = wasmSource ?? new URL(`${kind}/docloupe_bg.wasm`, PKG);
+    this.generation = 0;
+    this.module = null; // compiled once; every instance reuses it
+  }
+
+  /** A fresh glue module + instance (the glue keeps its instance in module state). */
+  async instantiate() {
+    if (!this.module) {
+      this.module = await WebAssembly.compile(await loadBytes(this.wasmSource, `wasm.${this.kind}`));
+    }
+    const glueUrl = new URL(`${this.kind}/docloupe.js`, PKG);
+    glueUrl.searchParams.set('instance', String(this.generation++));
+    const glue = await import(glueUrl.href);
+    glue.initSync({ module: this.module });
+    return glue;
+  }
+}
+
+/** An engine instance of one build, with what it needs to be rebuilt after a panic. */
+class Instance {
+  constructor(glue, engine) {
+    this.glue = glue;
+    this.engine = engine;
+  }
+
+  static async create(build, bundle, setup) {
+    const glue = await build.instantiate();
+    const engine = new glue.Engine(bundle); // throws the contract error object
+    await setup?.(engine);
+    return new Instance(glue, engine);
+  }
+
+  free() {
+    try {
+      this.engine.free();
+    } catch {
+      // A spent (panicked) instance cannot free; it is dropped with its module.
+    }
+  }
+}
+
+export class Host {
+  #bundle;
+  #lexical;
+  #full;
+  #current = null;
+  #models = null; // the loaded model bytes, kept to rebuild the full instance after a panic
+  #status;
+  #onStatus;
+  #closed = false;
+
+  constructor(onStatus) {
+    this.#onStatus = onStatus ?? (() => {});
+  }
+
+  /**
+   * Opens the bundle with the lexical build and starts loading the models, if any, in the
+   * background. Resolves once fulltext can be answered; rejects with a contract error object.
+   */
+  async open({ bundle, models, wasm } = {}) {
+    const started = performance.now();
+    if (bundle === undefined || bundle === null) {
+      throw contractError('INVALID_REQUEST', 'open() needs a bundle (URL or bytes)', { field: 'bundle' });
+    }
+    this.#lexical = new Build('lexical', wasm?.lexical);
+    this.#full = new Build('full', wasm?.full);
+    const [bytes, glue] = await Promise.all([loadBytes(bundle, 'bundle'), this.#lexical.instantiate()]);
+    this.#bundle = bytes;
+    this.#current = new Instance(glue, new glue.Engine(bytes));
+    const wantsModels = models !== undefined && models !== null && models !== false;
+    const info = this.#current.engine.info();
+    const canUseModels = wantsModels && info.embedding !== null && info.embedding !== undefined;
+    if (canUseModels) this.#current.engine.setModelsLoading(true);
+    this.#setStatus({
+      phase: canUseModels ? 'loading-models' : 'ready',
+      openMs: performance.now() - started,
+    });
+    if (canUseModels) this.#loadModels(models, started); // in the background, by design
+    return this.status();
+  }
+
+  async #loadModels(models, started) {
+    try {
+      this.#models = await fetchModels(models);
+      const full = await Instance.create(this.#full, this.#bundle, (e) => installModels(e, this.#models));
+      if (this.#closed) return full.free();
+      const lexical = this.#current;
+      this.#current = full;
+      lexical.free();
+      this.#setStatus({ phase: 'ready', modelsMs: performance.now() - started });
+    } catch (e) {
+      // The lexical instance keeps serving; semantic and hybrid now get the contract's
+      // "model not loaded" errors instead of the loading flag, and the status says why.
+      this.#current?.engine.setModelsLoading(false);
+      this.#models = null;
+      const error = isContractError(e) ? e : contractError('INTERNAL_ERROR', `loading the models failed: ${e?.message ?? e}`);
+      this.#setStatus({ phase: 'failed', error });
+    }
+  }
+
+  /** The contract: a request in, the response or the error object out. Never throws. */
+  search(request) {
+    if (this.#closed || !this.#current) return contractError('INTERNAL_ERROR', 'the engine is closed');
+    const instance = this.#current;
+    try {
+      return instance.engine.search(request);
+    } catch (e) {
+      // wasm32 aborts on a panic: this instance is spent. Answer INTERNAL_ERROR with the
+      // panic's message and replace the instance for the next request.
+      let panic = null;
+      try {
+        panic = instance.glue.takePanic() ?? null;
+      } catch {
+        // the instance may be too broken to say; the trap message still goes out
+      }
+      this.#recover(instance);
+      return contractError('INTERNAL_ERROR', 'the search engine failed on this request', {
+        reason: panic === null ? 'trap' : 'panic',
+        message: panic ?? String(e?.message ?? e),
+      });
+    }
+  }
+
+  async #recover(spent) {
+    const wasFull = this.#models !== null && this.#current === spent && this.#status.phase === 'ready';
+    try {
+      const build = wasFull ? this.#full : this.#lexical;
+      const fresh = await Instance.create(build, this.#bundle, (e) => (wasFull ? installModels(e, this.#models) : undefined));
+      if (!wasFull && this.#status.phase === 'loading-models') fresh.engine.setModelsLoading(true);
+      if (this.#current === spent && !this.#closed) this.#current = fresh;
+      else fresh.free();
+    } catch (e) {
+      this.#setStatus({ phase: 'failed', error: contractError('INTERNAL_ERROR', `restarting the engine failed: ${e?.message ?? e}`) });
+    }
+  }
+
+  status() {
+    return { ...this.#status };
+  }
+
+  #setStatus(patch) {
+    const info = this.#current ? safeInfo(this.#current.engine) : {};
+    this.#status = { ...this.#status, ...patch, ...info };
+    this.#onStatus(this.status());
+  }
+
+  close() {
+    this.#closed = true;
+    this.#current?.free();
+    this.#current = null;
+    this.#bundle = null;
+    this.#models = null;
+  }
+}
+
+function safeInfo(engine) {
+  try {
+    const i = engine.info();
+    return {
+      build: i.build,
+      documents: i.documents,
+      chunks: i.chunks,
+      projectId: i.projectId ?? null,
+      embedding: i.embedding ?? null,
+      semanticReady: i.semanticReady,
+      rerankerReady: i.rerankerReady,
+    };
+  } catch {
+    return {};
+  }
+}
+
+/** Fetches every model file in parallel (one round). */
+async function fetchModels(models) {
+  const e = models.embedding;
+  if (!e) throw contractError('INVALID_REQUEST', 'models.embedding {onnx, tokenizer} is required', { field: 'models.embedding' });
+  const r = models.reranker;
+  const [onnx, tokenizer, rManifest, rOnnx, rTokenizer] = await Promise.all([
+    loadBytes(e.onnx, 'models.embedding.onnx'),
+    loadBytes(e.tokenizer, 'models.embedding.tokenizer'),
+    r ? loadBytes(r.manifest, 'models.reranker.manifest') : null,
+    r ? loadBytes(r.onnx, 'models.reranker.onnx') : null,
+    r ? loadBytes(r.tokenizer, 'models.reranker.tokenizer') : null,
+  ]);
+  return { onnx, tokenizer, reranker: r ? { manifest: rManifest, onnx: rOnnx, tokenizer: rTokenizer } : null };
+}
+
+function installModels(engine, m) {
+  engine.loadEmbedder(m.onnx, m.tokenizer);
+  if (m.reranker) engine.loadReranker(m.reranker.manifest, m.reranker.onnx, m.reranker.tokenizer);
+}
