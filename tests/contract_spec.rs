@@ -380,6 +380,26 @@ fn a_request_and_its_filters_must_be_json_objects() {
     assert_eq!(x.details.as_ref().unwrap()["field"], "filters.dateFrom");
 }
 
+/// Regression: a wrong value's message ended "at line 1 column 46", so the same request
+/// re-serialized (the JS API stringifies objects) got a different message than from the CLI.
+#[test]
+fn a_wrong_value_gets_the_same_message_however_the_json_is_formatted() {
+    let e = engine();
+    let compact = e
+        .search_json(r#"{"query":"cache","filters":{"workspacePath":"en"}}"#)
+        .unwrap_err();
+    let pretty = e
+        .search_json(
+            "{\n  \"query\": \"cache\",\n  \"filters\": {\n    \"workspacePath\": \"en\"\n  }\n}",
+        )
+        .unwrap_err();
+    assert_eq!(compact, pretty);
+    assert!(!compact.message.contains("line"), "{}", compact.message);
+    // Malformed JSON has no field to name: its position stays.
+    let broken = e.search_json("{\"query\": ").unwrap_err();
+    assert!(broken.message.contains("line 1"), "{}", broken.message);
+}
+
 #[test]
 fn a_query_of_exactly_500_characters_is_accepted() {
     let e = engine();

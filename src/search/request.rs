@@ -133,7 +133,15 @@ impl SearchRequest {
         serde_path_to_error::deserialize(de)
             .map(|ObjectOnly(r)| r)
             .map_err(|e| {
-                let inner = e.inner().to_string();
+                let mut inner = e.inner().to_string();
+                // A wrong value is named by its field; where it sat in the text depends on
+                // formatting (a JS object re-serialized, a pretty-printed file) and would make
+                // equal requests get different messages. Syntax errors keep their position.
+                if e.inner().is_data() {
+                    if let Some(at) = inner.rfind(" at line ") {
+                        inner.truncate(at);
+                    }
+                }
                 let mut field = e.path().to_string();
                 // A missing field is reported at its parent; name the field itself.
                 if let Some(name) = inner
