@@ -8,20 +8,24 @@ export DOCLOUPE_CACHE := $(CACHE)
 MODEL_DIR   := $(CACHE)/models/all-MiniLM-L6-v2
 CARGO       ?= cargo
 RELEASE_BIN := target/release
-DEMO_BUNDLE := $(CACHE)/demo/npm-docs.bundle
+DEMO_BUNDLE := $(CACHE)/demo/docs.bundle
+RERANKER_DIR := prebuild/reranker/model
+# apt needs root; elsewhere sudo.
+SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm models demo-docs build wasm demo test test-wasm lint unit bench bench-quality reranker clean-cache
+.PHONY: help setup setup-wasm models demo-docs build wasm demo test test-wasm lint unit bench bench-quality bench-web reranker clean-cache
 
 help:
-	@echo "make demo   fetch models + npm docs, build the demo bundle, run sample searches"
+	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
 	@echo "make test   fmt + clippy + every unit and integration test (fetches models first)"
 	@echo "make bench  build large/small corpora from ../shared and print build figures"
 	@echo "make bench-quality  nDCG/Recall/MRR + latency per search mode on SciFact and XQuAD-R"
 	@echo "make reranker  retrain the committed reranker model (~1 h)"
 	@echo "make models fetch, convert and quantize the embedding model into $(MODEL_DIR)"
 	@echo "make wasm   build the lexical and full wasm packages into www/pkg"
+	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
 
 # Toolchain pieces a fresh machine may lack; each step is skipped when already present.
 setup:
@@ -30,8 +34,11 @@ setup:
 	@command -v python3 >/dev/null || { echo "python3 is required (for prebuild/models.py)"; exit 1; }
 
 # The wasm toolchain: the target, wasm-bindgen-cli at the crate's version (built from
-# crates.io; ~6 min the first time), npm packages from the lockfile (binaryen's wasm-opt).
+# crates.io; ~6 min the first time; it brings wasm-bindgen-test-runner), npm packages from the
+# lockfile (binaryen's wasm-opt, playwright-core), Debian's chromium + chromium-driver.
 setup-wasm: setup
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+	  || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 	@[ "$$(wasm-bindgen --version 2>/dev/null)" = "wasm-bindgen $(WASM_BINDGEN_VERSION)" ] \
 	  || $(CARGO) install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
@@ -50,7 +57,7 @@ demo-docs:
 build:
 	$(CARGO) build --release --workspace
 
-demo: models build
+demo: models build wasm
 	@docs=$$(bash prebuild/demo_docs.sh | tail -n 1); \
 	mkdir -p $(dir $(DEMO_BUNDLE)); \
 	echo "== building the demo bundle from $$docs"; \
@@ -60,11 +67,14 @@ demo: models build
 	  echo; echo "== docloupe search \"$$q\""; \
 	  $(RELEASE_BIN)/docloupe search --bundle $(DEMO_BUNDLE) --limit 3 "$$q"; \
 	done
+	@echo; echo "== the same engine in the browser: http://127.0.0.1:8080/?q=publish+a+scoped+package"
+	@node www/serve.mjs --port 8080 /=www/demo /www/=www /data/=$(dir $(DEMO_BUNDLE)) \
+	  /models/=$(MODEL_DIR) /reranker/=$(RERANKER_DIR)
 
 lint: setup-wasm
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features -- -D warnings
+	$(CARGO) clippy --lib --test wasm_engine --target wasm32-unknown-unknown --no-default-features -- -D warnings
 	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features models -- -D warnings
 
 unit: build
@@ -85,6 +95,12 @@ reranker: models
 
 bench-quality: models build
 	python3 tests/bench/quality.py
+
+# The browser benchmark (tests/bench/web/bench.mjs): its own npm packages (onnxruntime-web,
+# pagefind, marked), the cpp-docs bundle built once into the cache (~40 min on 2 cores).
+bench-web: models build wasm
+	@cd tests/bench/web && npm ci --no-audit --no-fund --loglevel=error
+	node tests/bench/web/bench.mjs --model-dir $(MODEL_DIR) --reranker-dir $(RERANKER_DIR)
 
 clean-cache:
 	rm -rf $(CACHE)

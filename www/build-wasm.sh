@@ -32,5 +32,10 @@ build() {
   ' "$out/docloupe_bg.wasm" "www/pkg/$kind"
 }
 
-build lexical wasm-small -Oz
-build full wasm-full -O3 --features models
+# `build-wasm.sh lexical` or `build-wasm.sh full` builds one of them.
+case "${1:-all}" in
+  lexical) build lexical wasm-small -Oz ;;
+  full) build full wasm-full -O3 --features models ;;
+  all) build lexical wasm-small -Oz && build full wasm-full -O3 --features models ;;
+  *) echo "usage: $0 [lexical|full|all]" >&2; exit 2 ;;
+esac

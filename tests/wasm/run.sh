@@ -1,18 +1,34 @@
 #!/usr/bin/env bash
-# The wasm suites in Node: the JS API (tests/wasm/api.test.mjs) and native/wasm parity
-# (tests/wasm/parity.mjs over tests/parity/requests.jsonl). Needs `make wasm` and the release
-# binaries; models from the cache (MODEL_DIR) and the committed reranker.
+# Every wasm suite, in Node and in headless Chromium:
+#   1. tests/wasm_engine.rs, compiled to wasm32 and run by wasm-bindgen-test-runner in Node,
+#      then in Chromium through chromedriver (flags in webdriver.json);
+#   2. the wasm packages' JS surface (api.test.mjs) and the JS API docloupe.js (js_api.test.mjs)
+#      in Node, and docloupe.js in a Web Worker and on the page thread in Chromium
+#      (browser.test.mjs, also a native/wasm parity run);
+#   3. native/wasm parity over tests/parity/requests.jsonl (parity.mjs).
+# Needs `make wasm` and the release binaries; models from the cache (MODEL_DIR) and the
+# committed reranker.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODEL_DIR=${MODEL_DIR:?MODEL_DIR (the embedding model directory) is required}
 RERANKER_DIR=prebuild/reranker/model
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+echo "== wasm-bindgen-test: Node"
+cargo test --quiet --target wasm32-unknown-unknown --no-default-features --test wasm_engine
+echo "== wasm-bindgen-test: headless Chromium"
+WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver} \
+  cargo test --quiet --target wasm32-unknown-unknown --no-default-features --test wasm_engine
+
 target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bundle" \
   --model "$MODEL_DIR" --quiet >/dev/null
 target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
   --reranker "$RERANKER_DIR" --jsonl < tests/parity/requests.jsonl > "$work/native.jsonl"
+echo "== JS suites: Node and headless Chromium"
 DOCLOUPE_PKG=www/pkg DOCLOUPE_BUNDLE="$work/fixtures.bundle" DOCLOUPE_MODEL_DIR="$MODEL_DIR" \
-  DOCLOUPE_RERANKER_DIR="$RERANKER_DIR" node --test tests/wasm/api.test.mjs
+  DOCLOUPE_RERANKER_DIR="$RERANKER_DIR" DOCLOUPE_NATIVE="$work/native.jsonl" \
+  node --test --test-concurrency=1 tests/wasm/api.test.mjs tests/wasm/js_api.test.mjs tests/wasm/browser.test.mjs
+echo "== parity: native vs wasm (Node)"
 node tests/wasm/parity.mjs www/pkg/full "$work/fixtures.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
   tests/parity/requests.jsonl "$work/native.jsonl"
