@@ -80,13 +80,22 @@ impl Embedder {
         Ok(enc.len())
     }
 
+    /// The token ids the model reads for `text`: special tokens included, truncated to the
+    /// model's window. Benchmarks feed the same ids to other runtimes.
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
+        Ok(self.encode(text)?.get_ids().to_vec())
+    }
+
+    fn encode(&self, text: &str) -> Result<tokenizers::Encoding> {
+        self.tokenizer
+            .encode_fast(text, true)
+            .map_err(|e| Error::Model(format!("tokenizer: {e}")))
+    }
+
     /// Embeds one text: a unit vector of `dims` floats. Deterministic: the same text always
     /// gives the same bits.
     pub fn embed(&self, text: &str) -> Result<Vec<f32>> {
-        let enc = self
-            .tokenizer
-            .encode_fast(text, true)
-            .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
+        let enc = self.encode(text)?;
         let seq = enc.len().max(1);
         let mask = enc.get_attention_mask();
         let outputs = run_encoding(&self.plan, &enc)?;

@@ -1,0 +1,126 @@
+// make bench-web: docloupe in real headless Chromium on the cpp-docs corpus (≈10k pages), with
+// onnxruntime-web (the same model in fp32) and Pagefind (the same pages as HTML) in the same
+// run, on the same queries (queries.txt).
+//   node tests/bench/web/bench.mjs --model-dir DIR --reranker-dir DIR
+// One-time work is cached in $DOCLOUPE_CACHE/bench-web: the extracted corpus, its bundle
+// (index-builder with embeddings, ~40 min on 2 cores), the HTML pages and Pagefind's index,
+// and brotli-11 bodies of the big files.
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { chromium } from 'playwright-core';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../../www/chromium.mjs';
+import { prepareCorpus, renderHtml } from './corpus.mjs';
+import { benchDocloupe } from './docloupe.mjs';
+import { benchOrt } from './ort.mjs';
+import { benchPagefind } from './pagefind.mjs';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+const arg = (name) => {
+  const i = process.argv.indexOf(name);
+  if (i < 0 || !process.argv[i + 1]) throw new Error(`${name} DIR is required`);
+  return path.resolve(process.argv[i + 1]);
+};
+const modelDir = arg('--model-dir');
+const rerankerDir = arg('--reranker-dir');
+const CACHE = process.env.DOCLOUPE_CACHE || path.join(os.homedir(), '.cache/docloupe');
+const WORK = path.join(CACHE, 'bench-web');
+const brotliCacheDir = path.join(WORK, 'brotli');
+const queries = fs.readFileSync(path.join(import.meta.dirname, 'queries.txt'), 'utf8').split('\n').map((q) => q.trim()).filter(Boolean);
+
+const kb = (b) => `${(b / 1000).toFixed(1)} KB`;
+const mb = (b) => `${(b / 1e6).toFixed(2)} MB`;
+const ms = (x) => `${x.toFixed(1)} ms`;
+const step = async (label, fn) => {
+  const t0 = performance.now();
+  const r = await fn();
+  console.error(`[bench-web] ${label}: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return r;
+};
+
+function sizes(file) {
+  const b = fs.readFileSync(file);
+  return {
+    raw: b.length,
+    gzip: zlib.gzipSync(b, { level: 9 }).length,
+    brotli: zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length,
+  };
+}
+
+/** The corpus's bundle, built once (atomically, by index-builder) into the cache. */
+function ensureBundle(mdDir) {
+  const bundle = path.join(WORK, 'cpp-docs.bundle');
+  if (!fs.existsSync(bundle)) {
+    console.error('[bench-web] building the cpp-docs bundle with embeddings (once; ~40 min on 2 cores)');
+    execFileSync(path.join(ROOT, 'target/release/index-builder'),
+      ['build', mdDir, '--out', bundle, '--model', modelDir, '--project', 'microsoft/cpp-docs', '--quiet'],
+      { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  return bundle;
+}
+
+/** Our tokenizer's ids for each query, so onnxruntime-web embeds exactly what we embed. */
+function tokenIds() {
+  const run = spawnSync('cargo', ['run', '--quiet', '--release', '--example', 'token_ids', '--', modelDir],
+    { cwd: ROOT, input: queries.join('\n') + '\n', encoding: 'utf8', maxBuffer: 1 << 24 });
+  if (run.status !== 0) throw new Error(`token_ids failed: ${run.stderr}`);
+  return run.stdout.trim().split('\n').map((l) => JSON.parse(l));
+}
+
+const { mdDir } = await step('corpus', () => prepareCorpus(WORK));
+const htmlDir = path.join(WORK, 'html');
+await step('html for pagefind', () => renderHtml(mdDir, htmlDir));
+const bundlePath = await step('bundle', () => ensureBundle(mdDir));
+const ids = await step('token ids', tokenIds);
+const wasm = {
+  lexical: sizes(path.join(ROOT, 'www/pkg/lexical/docloupe_bg.wasm')),
+  full: sizes(path.join(ROOT, 'www/pkg/full/docloupe_bg.wasm')),
+};
+
+const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+let ours, ort, pf;
+try {
+  ours = await step('docloupe', () => benchDocloupe({ browser, bundlePath, modelDir, rerankerDir, queries, brotliCacheDir }));
+  ort = await step('onnxruntime-web', () => benchOrt({ browser, modelPath: path.join(modelDir, 'model.fp32.onnx'), tokenIds: ids, brotliCacheDir }));
+  pf = await step('pagefind', () => benchPagefind({ browser, htmlDir, outDir: path.join(WORK, 'pagefind'), queries, brotliCacheDir }));
+} finally {
+  await browser.close();
+}
+
+const bundleBytes = fs.statSync(bundlePath).size;
+const tokens = ids.map((x) => x.length).sort((a, b) => a - b);
+console.log(`\n== make bench-web: Chromium ${browser.version()} (headless), ${queries.length} queries (${tokens[0]}–${tokens.at(-1)} tokens), cpp-docs bundle ${mb(bundleBytes)}`);
+console.log('\nwasm                raw         gzip        brotli');
+for (const [k, s] of Object.entries(wasm)) console.log(`${k.padEnd(10)} ${mb(s.raw).padStart(12)} ${kb(s.gzip).padStart(12)} ${kb(s.brotli).padStart(12)}`);
+
+console.log(`\ndocloupe (JS API in a ${ours.thread}):`);
+console.log(`  cold, fulltext only: ${kb(ours.cold.bytes)} in ${ours.cold.requests} requests before the first result, at ${ms(ours.cold.firstResultMs)} since navigation`);
+for (const r of ours.cold.list) console.log(`    ${r.url.padEnd(40)} ${kb(r.bytes).padStart(12)}`);
+console.log(`  later queries: ${ours.fulltext.bytesAfterFirst} bytes fetched for ${queries.length} queries`);
+console.log(`  models: ready at ${ms(ours.models.readyMs)} since navigation (${ms(ours.models.modelsMs)} after open), ${mb(ours.models.bytes)} in ${ours.models.requests} requests in all; hybrid before then: fallbackApplied=${ours.models.earlyHybrid.fallbackApplied}, degradedReason=${ours.models.earlyHybrid.degradedReason}`);
+console.log('  mode                    p50 (page)  p95 (page)  p50 engine  p95 engine');
+for (const [name, r] of [['fulltext', ours.fulltext], ['hybrid', ours.hybrid], ['hybrid+rerank of 20', ours.reranked]]) {
+  console.log(`  ${name.padEnd(22)} ${ms(r.medianMs).padStart(11)} ${ms(r.p95Ms).padStart(11)} ${ms(r.engine.medianMs).padStart(11)} ${ms(r.engine.p95Ms).padStart(11)}`);
+}
+console.log(`  rerank stage alone: p50 ${ms(ours.reranked.rerank.medianMs)}, p95 ${ms(ours.reranked.rerank.p95Ms)}; fallbacks: ${ours.reranked.fallbacks.length ? ours.reranked.fallbacks.join(', ') : 'none'}`);
+
+console.log(`\nquery embedding, same ${queries.length} queries, same token ids:`);
+console.log(`  docloupe (tract, int8, wasm simd128): p50 ${ms(ours.hybrid.embed.medianMs)}, p95 ${ms(ours.hybrid.embed.p95Ms)}`);
+console.log(`  onnxruntime-web ${ort.ortVersion} (wasm, 1 thread, fp32): p50 ${ms(ort.medianMs)}, p95 ${ms(ort.p95Ms)}; load ${ms(ort.modelLoadMs)}, ${mb(ort.loadBytes)}`);
+console.log(`  ratio ours/ORT-web (p50): ${(ours.hybrid.embed.medianMs / ort.medianMs).toFixed(2)}×  (goal ≤ 1.0×)`);
+
+console.log(`\n${pf.engine} on the same pages as HTML (index ${mb(pf.indexBytes)} in ${pf.indexFiles} files):`);
+console.log(`  cold: ${kb(pf.cold.bytes)} in ${pf.cold.requests} requests, first query ${ms(pf.cold.firstQueryMs)} (${ms(pf.cold.sinceNavigationMs)} since navigation)`);
+console.log(`  warm: p50 ${ms(pf.warm.medianMs)}, p95 ${ms(pf.warm.p95Ms)}, ${kb(pf.warm.medianBytes)} and ${pf.warm.medianRequests} requests per query (median)`);
+
+console.log('\ngoals:');
+const goal = (text, ok) => console.log(`  ${ok ? '✓' : '✗'} ${text}`);
+goal(`lexical wasm ≤ 100 KB brotli: ${kb(wasm.lexical.brotli)}`, wasm.lexical.brotli <= 100_000);
+goal(`first fulltext result from ≤ 150 KB: ${kb(ours.cold.bytes)}`, ours.cold.bytes <= 150_000);
+goal(`warm fulltext p95 ≤ 30 ms: ${ms(ours.fulltext.p95Ms)}`, ours.fulltext.p95Ms <= 30);
+goal(`hybrid p95 ≤ 30 ms after models load: ${ms(ours.hybrid.p95Ms)}`, ours.hybrid.p95Ms <= 30);
+goal(`hybrid+rerank p95 ≤ 300 ms: ${ms(ours.reranked.p95Ms)}`, ours.reranked.p95Ms <= 300);
+goal(`embedding ≤ 1.0× ORT-web fp32: ${(ours.hybrid.embed.medianMs / ort.medianMs).toFixed(2)}×`, ours.hybrid.embed.medianMs <= ort.medianMs);
+fs.writeFileSync(path.join(WORK, 'last-run.json'), JSON.stringify({ wasm, ours, ort, pf, queries, bundleBytes }, null, 1));

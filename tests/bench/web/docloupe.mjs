@@ -1,0 +1,91 @@
+// docloupe in headless Chromium through its JS API (Web Worker): a cold visitor's bytes,
+// requests and time to the first fulltext result; warm fulltext; the models' load; hybrid and
+// hybrid+rerank latency. Latency is taken in the page around `await engine.search()` (worker
+// round trip included); the engine's own `timings` come along.
+import path from 'node:path';
+import { startServer } from '../../../www/serve.mjs';
+import { median, percentile, withTimeout } from './util.mjs';
+
+const HERE = import.meta.dirname;
+const WWW = path.resolve(HERE, '../../../www');
+
+const summary = (xs) => ({ medianMs: median(xs), p95Ms: percentile(xs, 95) });
+
+export async function benchDocloupe({ browser, bundlePath, modelDir, rerankerDir, queries, brotliCacheDir, timeoutMs = 900_000 }) {
+  const server = await startServer(
+    {
+      '/bench/': path.join(HERE, 'pages'),
+      '/www/': WWW,
+      '/data/': path.dirname(bundlePath),
+      // Served as they are, as for onnxruntime-web: int8 weights barely compress.
+      '/models/': { dir: modelDir, compress: false },
+      '/reranker/': { dir: rerankerDir, compress: false },
+    },
+    { brotliCacheDir },
+  );
+  const bundle = `/data/${path.basename(bundlePath)}`;
+  const models = {
+    embedding: { onnx: '/models/model.int8.onnx', tokenizer: '/models/tokenizer.json' },
+    reranker: { manifest: '/reranker/manifest.json', onnx: '/reranker/model.int8.onnx', tokenizer: '/reranker/tokenizer.json' },
+  };
+  const visit = async () => {
+    const context = await browser.newContext(); // empty HTTP cache: a cold visitor
+    const page = await context.newPage();
+    page.setDefaultTimeout(timeoutMs);
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    server.reset();
+    await page.goto(`${server.url}/bench/docloupe.html`);
+    await page.waitForFunction(() => typeof window.benchSearch === 'function');
+    const call = (fn, arg, what) => withTimeout(page.evaluate(([f, a]) => window[f](a), [fn, arg]), timeoutMs, what);
+    return { context, call, errors };
+  };
+  const run = async (call, request) => {
+    const out = [];
+    for (const query of queries) out.push({ query, ...(await call('benchSearch', { query, ...request }, query)) });
+    return out;
+  };
+  try {
+    // 1. Fulltext only: what a first visit costs until the first result, then warm queries.
+    const a = await visit();
+    const opened = await a.call('benchOpen', { bundle, worker: true }, 'open');
+    const first = await a.call('benchSearch', { query: queries[0], mode: 'fulltext' }, 'first query');
+    const cold = server.stats();
+    server.reset();
+    const fulltext = await run(a.call, { mode: 'fulltext' });
+    const later = server.stats();
+    await a.context.close();
+
+    // 2. With the models: fulltext first, the models in the background, then hybrid.
+    const b = await visit();
+    await b.call('benchOpen', { bundle, models, worker: true }, 'open with models');
+    const early = await b.call('benchSearch', { query: queries[0] }, 'hybrid while loading');
+    const ready = await b.call('benchReady', null, 'models');
+    const withModels = server.stats();
+    if (ready.phase !== 'ready') throw new Error(`models failed: ${JSON.stringify(ready.error)}`);
+    for (const query of queries.slice(0, 3)) await b.call('benchSearch', { query, rerank: true, candidateLimit: 20 }, 'warm-up');
+    const hybrid = await run(b.call, { mode: 'hybrid', rerank: false });
+    const reranked = await run(b.call, { mode: 'hybrid', rerank: true, candidateLimit: 20 });
+    await b.context.close();
+    const errors = [...a.errors, ...b.errors];
+    if (errors.length) throw new Error(`errors in the page:\n${errors.join('\n')}`);
+
+    return {
+      thread: opened.thread,
+      cold: { bytes: cold.bytes, requests: cold.requests, list: cold.list, firstResultMs: first.sinceNavigationMs, openMs: opened.openMs },
+      fulltext: { ...summary(fulltext.map((r) => r.ms)), engine: summary(fulltext.map((r) => r.timings.totalMs)), bytesAfterFirst: later.bytes },
+      models: {
+        earlyHybrid: { fallbackApplied: early.fallbackApplied, degradedReason: early.degradedReason, ms: early.ms },
+        readyMs: ready.sinceNavigationMs,
+        modelsMs: ready.modelsMs,
+        bytes: withModels.bytes,
+        requests: withModels.requests,
+      },
+      hybrid: { ...summary(hybrid.map((r) => r.ms)), engine: summary(hybrid.map((r) => r.timings.totalMs)), embed: summary(hybrid.map((r) => r.timings.embedMs)) },
+      reranked: { ...summary(reranked.map((r) => r.ms)), engine: summary(reranked.map((r) => r.timings.totalMs)), rerank: summary(reranked.map((r) => r.timings.rerankMs)), fallbacks: reranked.filter((r) => r.fallbackApplied).map((r) => r.degradedReason) },
+      perQuery: { fulltext, hybrid, reranked },
+    };
+  } finally {
+    await server.close();
+  }
+}
