@@ -9,10 +9,7 @@
 // the calling thread where module workers are unavailable (Node, old browsers, a CSP that
 // forbids them). Responses and errors are the contract's objects, as the native CLI prints
 // them; `search` never rejects.
-import { Host, contractError } from './host.js';
-
-const errorOf = (e) =>
-  e && typeof e.errorCode === 'string' ? e : contractError('INTERNAL_ERROR', String(e?.message ?? e));
+import { Host, asContractError as errorOf, contractError } from './host.js';
 
 /** Sources cross into the worker as absolute URLs (a worker resolves relative ones against itself). */
 function absolute(source) {
@@ -50,7 +47,9 @@ class WorkerEngine {
     };
     worker.onerror = (event) => {
       event.preventDefault?.();
-      const error = contractError('INTERNAL_ERROR', `the search worker failed: ${event.message ?? 'unknown error'}`);
+      const error = contractError('INTERNAL_ERROR', `the search worker failed: ${event.message ?? 'unknown error'}`, {
+        reason: 'worker_failed',
+      });
       for (const p of this.#pending.values()) p.reject(error);
       this.#pending.clear();
     };
@@ -82,12 +81,8 @@ class LocalEngine {
     this.host = host;
   }
 
-  async call(op, arg) {
-    if (op === 'open') return this.host.open(arg);
-    if (op === 'search') return this.host.search(arg);
-    if (op === 'status') return this.host.status();
-    if (op === 'close') return this.host.close();
-    throw contractError('INTERNAL_ERROR', `unknown operation ${op}`);
+  call(op, arg) {
+    return this.host.call(op, arg);
   }
 
   close() {
@@ -140,7 +135,7 @@ export class Docloupe {
         } catch (e) {
           engine.#backend.close();
           // A worker that could not even start its module falls back; an engine error is final.
-          if (e?.errorCode !== 'INTERNAL_ERROR' || !/worker failed/.test(e.message)) throw errorOf(e);
+          if (e?.details?.reason !== 'worker_failed') throw errorOf(e);
         }
       }
     }

@@ -17,6 +17,11 @@ export function contractError(errorCode, message, details) {
 const isContractError = (v) =>
   v !== null && typeof v === 'object' && typeof v.errorCode === 'string' && typeof v.message === 'string';
 
+/** `e` if it is the contract's error object, else an INTERNAL_ERROR carrying its message. */
+export function asContractError(e, context = '') {
+  return isContractError(e) ? e : contractError('INTERNAL_ERROR', `${context}${e?.message ?? e}`);
+}
+
 /**
  * Loads a source (URL, path relative to the page, ArrayBuffer, typed array) as bytes. `field`
  * names it in errors, as the option it came from (`bundle`, `models.embedding.onnx`...).
@@ -146,8 +151,7 @@ export class Host {
       // "model not loaded" errors instead of the loading flag, and the status says why.
       this.#current?.engine.setModelsLoading(false);
       this.#models = null;
-      const error = isContractError(e) ? e : contractError('INTERNAL_ERROR', `loading the models failed: ${e?.message ?? e}`);
-      this.#setStatus({ phase: 'failed', error });
+      this.#setStatus({ phase: 'failed', error: asContractError(e, 'loading the models failed: ') });
     }
   }
 
@@ -189,6 +193,15 @@ export class Host {
 
   status() {
     return { ...this.#status };
+  }
+
+  /** One operation by name: how worker.js and the main-thread fallback both drive a host. */
+  async call(op, arg) {
+    if (op === 'open') return this.open(arg);
+    if (op === 'search') return this.search(arg);
+    if (op === 'status') return this.status();
+    if (op === 'close') return this.close();
+    throw contractError('INTERNAL_ERROR', `unknown engine operation ${op}`);
   }
 
   #setStatus(patch) {

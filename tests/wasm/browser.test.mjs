@@ -47,11 +47,21 @@ after(async () => {
   fs.rmSync(site, { recursive: true, force: true });
 });
 
-async function freshPage({ noWorker = false } = {}) {
+async function freshPage({ noWorker = false, brokenWorker = false } = {}) {
   const context = await browser.newContext();
   const p = await context.newPage();
   p.setDefaultTimeout(120_000);
   if (noWorker) await p.addInitScript(() => { delete globalThis.Worker; });
+  // A worker that starts but dies before answering (as when its script cannot load).
+  if (brokenWorker) {
+    await p.addInitScript(() => {
+      globalThis.Worker = class {
+        constructor() { setTimeout(() => this.onerror?.({ message: 'script failed to load', preventDefault() {} }), 10); }
+        postMessage() {}
+        terminate() {}
+      };
+    });
+  }
   await p.goto(`${server.url}/index.html`);
   return p;
 }
@@ -88,19 +98,21 @@ test('in a Web Worker: fulltext at once, hybrid flagged while models load, then 
   await page.context().close();
 });
 
-test('without Worker support it runs on the page thread and answers the same', async () => {
-  page = await freshPage({ noWorker: true });
-  const out = await page.evaluate(async () => {
-    const { Docloupe } = await import('/www/docloupe.js');
-    const engine = await Docloupe.open({ bundle: '/docs.bundle' });
-    const r = await engine.search({ query: 'cache size', mode: 'fulltext' });
-    return { thread: engine.thread, top: r.results[0].documentPath, status: engine.status() };
+for (const [how, options] of [['without Worker support', { noWorker: true }], ['when the worker dies at start', { brokenWorker: true }]]) {
+  test(`${how} it runs on the page thread and answers the same`, async () => {
+    page = await freshPage(options);
+    const out = await page.evaluate(async () => {
+      const { Docloupe } = await import('/www/docloupe.js');
+      const engine = await Docloupe.open({ bundle: '/docs.bundle' });
+      const r = await engine.search({ query: 'cache size', mode: 'fulltext' });
+      return { thread: engine.thread, top: r.results[0].documentPath, status: engine.status() };
+    });
+    assert.equal(out.thread, 'main-thread');
+    assert.equal(out.top, 'en/caching.md');
+    assert.equal(out.status.phase, 'ready');
+    await page.context().close();
   });
-  assert.equal(out.thread, 'main-thread');
-  assert.equal(out.top, 'en/caching.md');
-  assert.equal(out.status.phase, 'ready');
-  await page.context().close();
-});
+}
 
 test('bad inputs through the API are contract errors, in the worker too', async () => {
   page = await freshPage();

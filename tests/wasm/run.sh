@@ -16,10 +16,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "== wasm-bindgen-test: Node"
-cargo test --quiet --target wasm32-unknown-unknown --no-default-features --test wasm_engine
+cargo test --target wasm32-unknown-unknown --no-default-features --test wasm_engine
 echo "== wasm-bindgen-test: headless Chromium"
 WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver} \
-  cargo test --quiet --target wasm32-unknown-unknown --no-default-features --test wasm_engine
+  cargo test --target wasm32-unknown-unknown --no-default-features --test wasm_engine
 
 target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bundle" \
   --model "$MODEL_DIR" --quiet >/dev/null
