@@ -68,8 +68,8 @@ demo: models build wasm
 	  $(RELEASE_BIN)/docloupe search --bundle $(DEMO_BUNDLE) --limit 3 "$$q"; \
 	done
 	@echo; echo "== the same engine in the browser: http://127.0.0.1:8080/?q=publish+a+scoped+package"
-	@node www/serve.mjs --port 8080 /=www/demo /www/=www /data/=$(dir $(DEMO_BUNDLE)) \
-	  /models/=$(MODEL_DIR) /reranker/=$(RERANKER_DIR)
+	@node www/serve.mjs --port 8080 --brotli-cache $(CACHE)/brotli /=www/demo /www/=www \
+	  /data/=$(dir $(DEMO_BUNDLE)) --no-compress /models/=$(MODEL_DIR) /reranker/=$(RERANKER_DIR)
 
 lint: setup-wasm
 	$(CARGO) fmt --all -- --check

@@ -2,7 +2,9 @@
 // report requests and bytes on the wire as a CDN would serve them: brotli (quality 11) when
 // the browser accepts it, except for files that are compressed already. The demo, the browser
 // tests and the benchmarks all use it. As a command (`make demo`):
-//   node www/serve.mjs [--port 8080] [--no-compress] /=www/demo /www/=www /data/=DIR ...
+//   node www/serve.mjs [--port 8080] [--brotli-cache DIR] /=www/demo /www/=www [--no-compress] /models/=DIR ...
+// (--no-compress applies to the mounts after it: model weights barely compress, and brotli 11
+// on them takes minutes.)
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
@@ -67,7 +69,11 @@ export async function startServer(roots, { brotliCacheDir, port = 0 } = {}) {
     try {
       const { pathname } = new URL(req.url, 'http://localhost');
       const target = resolveFile(decodeURIComponent(pathname));
-      const stat = target && (await fs.stat(target.file).catch(() => null));
+      let stat = target && (await fs.stat(target.file).catch(() => null));
+      if (stat?.isDirectory()) {
+        target.file = path.join(target.file, 'index.html');
+        stat = await fs.stat(target.file).catch(() => null);
+      }
       if (!stat?.isFile()) {
         send(req, res, 404, { 'Content-Type': 'text/plain' }, Buffer.from('not found'));
         return;
@@ -148,18 +154,19 @@ async function compressCached(raw, cacheDir) {
 // The command: serve mounts until interrupted.
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const args = process.argv.slice(2);
-  let port = 8080, compress = true;
+  let port = 8080, compress = true, brotliCacheDir;
   const roots = {};
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--port') port = Number(args[++i]);
     else if (args[i] === '--no-compress') compress = false;
+    else if (args[i] === '--brotli-cache') brotliCacheDir = args[++i];
     else {
       const eq = args[i].indexOf('=');
       if (eq < 1) throw new Error(`expected PREFIX=DIR, got ${args[i]}`);
       roots[args[i].slice(0, eq)] = { dir: args[i].slice(eq + 1), compress };
     }
   }
-  const server = await startServer(roots, { port });
+  const server = await startServer(roots, { port, brotliCacheDir });
   console.log(`serving on ${server.url}/ (Ctrl-C to stop)`);
   process.on('SIGINT', () => server.close().then(() => process.exit(0)));
 }

@@ -1,6 +1,7 @@
 // The demo page (`make demo`): the JS API on the demo bundle, fulltext at once, hybrid with
-// reranking once the models are in. The full search UI is www/ proper (issue 6).
-import { Docloupe } from '../docloupe.js';
+// reranking once the models are in. The full search UI is www/ proper (issue 6). Served by
+// `make demo` with www/demo at / and www/ at /www/.
+import { Docloupe } from '/www/docloupe.js';
 
 const $ = (id) => document.getElementById(id);
 const status = $('status');
