@@ -146,10 +146,8 @@ impl WasmEngine {
                 })
             }
         };
-        match self.inner.search_json(&json) {
-            Ok(r) => to_js(&r),
-            Err(e) => to_js(&e),
-        }
+        // The object is JSON.parse of the very bytes searchJson (and native) print.
+        js_sys::JSON::parse(&self.search_json(&json)).unwrap_or(JsValue::NULL)
     }
 
     /// The same with JSON text in and out (the exact bytes the native CLI prints).
