@@ -74,9 +74,10 @@ class Build {
   }
 }
 
-/** An engine instance of one build, with what it needs to be rebuilt after a panic. */
+/** An engine instance of one build (which says what to rebuild after a panic). */
 class Instance {
-  constructor(glue, engine) {
+  constructor(build, glue, engine) {
+    this.build = build;
     this.glue = glue;
     this.engine = engine;
   }
@@ -85,7 +86,7 @@ class Instance {
     const glue = await build.instantiate();
     const engine = new glue.Engine(bundle); // throws the contract error object
     await setup?.(engine);
-    return new Instance(glue, engine);
+    return new Instance(build, glue, engine);
   }
 
   free() {
@@ -124,7 +125,7 @@ export class Host {
     this.#full = new Build('full', wasm?.full);
     const [bytes, glue] = await Promise.all([loadBytes(bundle, 'bundle'), this.#lexical.instantiate()]);
     this.#bundle = bytes;
-    this.#current = new Instance(glue, new glue.Engine(bytes));
+    this.#current = new Instance(this.#lexical, glue, new glue.Engine(bytes));
     const wantsModels = models !== undefined && models !== null && models !== false;
     const info = this.#current.engine.info();
     const canUseModels = wantsModels && info.embedding !== null && info.embedding !== undefined;
@@ -179,11 +180,11 @@ export class Host {
   }
 
   async #recover(spent) {
-    const wasFull = this.#models !== null && this.#current === spent && this.#status.phase === 'ready';
+    // A full instance exists only once the models are in, so its models are at hand.
+    const full = spent.build === this.#full;
     try {
-      const build = wasFull ? this.#full : this.#lexical;
-      const fresh = await Instance.create(build, this.#bundle, (e) => (wasFull ? installModels(e, this.#models) : undefined));
-      if (!wasFull && this.#status.phase === 'loading-models') fresh.engine.setModelsLoading(true);
+      const fresh = await Instance.create(spent.build, this.#bundle, (e) => (full ? installModels(e, this.#models) : undefined));
+      if (!full && this.#status.phase === 'loading-models') fresh.engine.setModelsLoading(true);
       if (this.#current === spent && !this.#closed) this.#current = fresh;
       else fresh.free();
     } catch (e) {
