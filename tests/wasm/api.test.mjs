@@ -5,12 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { env } from './env.mjs';
 
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 const PKG = env('DOCLOUPE_PKG');
 const bundle = fs.readFileSync(env('DOCLOUPE_BUNDLE'));
 const modelDir = env('DOCLOUPE_MODEL_DIR');

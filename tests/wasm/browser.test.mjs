@@ -12,14 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { startServer } from '../../www/serve.mjs';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../www/chromium.mjs';
 import { compareResponses } from './compare.mjs';
+import { env } from './env.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const { chromium } = createRequire(path.join(ROOT, 'www/package.json'))('playwright-core');
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 
 let server, browser, page;
 const site = fs.mkdtempSync(path.join(os.tmpdir(), 'docloupe-browser-'));

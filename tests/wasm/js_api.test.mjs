@@ -9,12 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Docloupe } from '../../www/docloupe.js';
+import { env } from './env.mjs';
 
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 const bundlePath = env('DOCLOUPE_BUNDLE');
 const modelDir = env('DOCLOUPE_MODEL_DIR');
 const rerankerDir = env('DOCLOUPE_RERANKER_DIR');
