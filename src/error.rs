@@ -74,6 +74,11 @@ pub enum Error {
         message: String,
     },
 
+    /// A split bundle's host has not loaded the files this request reads yet; it fetches
+    /// them (`details.files`), adds them and asks again.
+    #[error("the search needs files of the split bundle that are not loaded: {}", .0.join(", "))]
+    FilesNeeded(Vec<String>),
+
     /// A bug: an invariant the engine relies on does not hold.
     #[error("internal error: {0}")]
     Internal(String),
@@ -124,7 +129,8 @@ impl Error {
             | Error::Corrupt(_)
             | Error::EmbeddingModelMismatch { .. }
             | Error::ProjectNotFound { .. }
-            | Error::SemanticUnavailable(_) => ErrorCode::DocsCollectionUnavailable,
+            | Error::SemanticUnavailable(_)
+            | Error::FilesNeeded(_) => ErrorCode::DocsCollectionUnavailable,
             Error::RerankUnavailable { .. } => ErrorCode::DocsRerankingUnavailable,
             Error::Model(_) | Error::Encode(_) | Error::Internal(_) => ErrorCode::InternalError,
         }
@@ -165,6 +171,7 @@ impl Error {
             }
             Error::SemanticUnavailable(_) => json!({"reason": "EmbeddingModelNotLoaded"}),
             Error::RerankUnavailable { reason, .. } => json!({"reason": reason}),
+            Error::FilesNeeded(files) => json!({"reason": "BundleFilesNeeded", "files": files}),
             Error::Model(_) | Error::Encode(_) | Error::Internal(_) => return None,
         })
     }

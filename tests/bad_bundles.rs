@@ -126,6 +126,20 @@ fn a_well_checksummed_but_inconsistent_bundle_is_corrupt() {
         load(&bundle::encode(&decoded).unwrap()),
         Err(Error::Corrupt(_))
     ));
+
+    // Results tie-break by (documentPath, chunkIndex) as chunk order, which holds only for
+    // documents sorted by path: a bundle that breaks it is refused, not mis-ordered.
+    let mut decoded = bundle::decode(&good()).unwrap();
+    let (a, b) = (
+        decoded.docs.documents[0].path.clone(),
+        decoded.docs.documents[1].path.clone(),
+    );
+    decoded.docs.documents[0].path = b;
+    decoded.docs.documents[1].path = a;
+    match load(&bundle::encode(&decoded).unwrap()) {
+        Err(Error::Corrupt(m)) => assert!(m.contains("sorted by path"), "{m}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

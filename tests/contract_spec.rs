@@ -93,6 +93,7 @@ impl Rerank for Panicking {
 fn fixture_queries(e: &Engine) -> Vec<String> {
     let mut words: Vec<String> = e
         .bundle()
+        .expect("a whole bundle")
         .text
         .texts
         .iter()
@@ -633,6 +634,7 @@ fn context_brings_the_neighbouring_chunks() {
             .expect("includeContext defaults to true");
         let doc = e
             .bundle()
+            .expect("a whole bundle")
             .docs
             .documents
             .iter()

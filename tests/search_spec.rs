@@ -115,6 +115,7 @@ fn hidden_folders_are_not_indexed() {
         .all(|x| !x.document_path.contains(".hidden")));
     assert!(e
         .bundle()
+        .expect("a whole bundle")
         .docs
         .documents
         .iter()
@@ -126,6 +127,7 @@ fn front_matter_lands_in_the_bundle() {
     let e = engine();
     let doc = e
         .bundle()
+        .expect("a whole bundle")
         .docs
         .documents
         .iter()
@@ -139,6 +141,7 @@ fn front_matter_lands_in_the_bundle() {
     );
     let ru = e
         .bundle()
+        .expect("a whole bundle")
         .docs
         .documents
         .iter()

@@ -278,6 +278,43 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes `files` into a fresh directory beside `dir`, syncs them, then swaps it in for `dir`:
+/// readers see the old set of files or the new one, never a mix (a split bundle's shards
+/// must all come from one bundle).
+pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
+    let parent = parent_dir(dir);
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "split".into());
+    let tmp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
+    let old = parent.join(format!(".{name}.{}.old", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        std::fs::create_dir_all(&tmp)?;
+        for (file, bytes) in files {
+            let mut f = std::fs::File::create(tmp.join(file))?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+        }
+        if dir.exists() {
+            std::fs::rename(dir, &old)?;
+        }
+        std::fs::rename(&tmp, dir)?;
+        if old.exists() {
+            std::fs::remove_dir_all(&old)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&tmp);
+        if old.exists() && !dir.exists() {
+            let _ = std::fs::rename(&old, dir);
+        }
+        return Err(e).with_context(|| format!("cannot write {}", dir.display()));
+    }
+    Ok(())
+}
+
 fn progress_bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();

@@ -41,6 +41,16 @@ enum Command {
         /// The bundle file.
         bundle: PathBuf,
     },
+    /// Cut a bundle into the split layout a browser loads piece by piece (core.bin, lexical
+    /// and fragment shards, the whole bundle for semantic search) in directory OUT, replaced
+    /// as a whole.
+    Split {
+        /// The bundle file.
+        bundle: PathBuf,
+        /// Directory to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -90,6 +100,7 @@ fn main() -> ExitCode {
         Command::Build(args) => build(args),
         Command::Inspect { bundle } => inspect(&bundle),
         Command::Dump { bundle } => dump(&bundle),
+        Command::Split { bundle, out } => split(&bundle, &out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -154,6 +165,39 @@ fn inspect(path: &std::path::Path) -> Result<()> {
         "counts": header.counts,
         "flags": header.flags,
         "sections": sections,
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+fn split(path: &std::path::Path, out: &std::path::Path) -> Result<()> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bundle = docloupe::bundle::decode(&bytes)?;
+    let files = docloupe::bundle::split::split(&bundle, &bytes)?;
+    build::write_dir_atomically(out, &files)?;
+    let size = |prefix: &str| -> Vec<usize> {
+        files
+            .iter()
+            .filter(|(n, _)| n.starts_with(prefix))
+            .map(|(_, b)| b.len())
+            .collect()
+    };
+    let summary = |sizes: Vec<usize>| {
+        serde_json::json!({
+            "files": sizes.len(),
+            "bytes": sizes.iter().sum::<usize>(),
+            "largest": sizes.iter().max(),
+        })
+    };
+    let report = serde_json::json!({
+        "out": out,
+        "files": files.len(),
+        "coreBytes": size("core.bin").first(),
+        "lexical": summary(size("lex-")),
+        "fragments": summary(size("frag-")),
+        "documentsBytes": size("docs.bin").first(),
+        "vocabularyBytes": size("vocab.bin").first(),
+        "bundleBytes": bytes.len(),
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

@@ -63,6 +63,7 @@ fn reports_an_ingest_result_and_skips_unreadable_files_with_a_warning() {
     let engine = docloupe::Engine::from_bundle(&std::fs::read(&out).unwrap(), None).unwrap();
     let paths: Vec<&str> = engine
         .bundle()
+        .expect("a whole bundle")
         .docs
         .documents
         .iter()

@@ -245,6 +245,11 @@ fn validate(b: &Bundle) -> Result<()> {
             }
         }
     }
+    // The tie-break (documentPath, then chunkIndex) is chunk order only because documents
+    // are stored sorted by path; the builder guarantees it, a crafted bundle must too.
+    if !b.docs.documents.windows(2).all(|w| w[0].path < w[1].path) {
+        return corrupt("documents are not sorted by path".into());
+    }
     if b.docs.chunks.iter().any(|ch| ch.doc as usize >= n_docs) {
         return corrupt("a chunk points past the document table".into());
     }

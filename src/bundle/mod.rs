@@ -19,6 +19,7 @@
 
 mod format;
 mod model;
+pub mod split;
 
 pub use format::{
     decode, decode_header, decode_section, encode, section_bytes, HEADER_START, MAGIC,

@@ -42,13 +42,56 @@ impl Postings {
 }
 
 /// BM25's idf for a term in `df` of `n` chunks.
-fn bm25_idf(n: usize, df: usize) -> f32 {
+pub fn bm25_idf(n: usize, df: usize) -> f32 {
     let (n, df) = (n as f32, df as f32);
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
+/// The average chunk length BM25 normalizes by (a split bundle stores this exact value).
+pub fn average_length(chunk_lengths: &[u32]) -> f32 {
+    let n = chunk_lengths.len().max(1);
+    (chunk_lengths.iter().map(|&l| l as f64).sum::<f64>() / n as f64).max(1.0) as f32
+}
+
+/// BM25 over `n` chunks: `lists` gives, per distinct query term in sorted order, its document
+/// frequency and its postings as (chunk, weighted tf, chunk length) in chunk order. Returns
+/// the score of every chunk in some list, in chunk order. The whole and the split bundle
+/// both score through here, so their scores agree to the bit.
+pub fn bm25<P>(
+    cfg: &AnalyzerConfig,
+    n: usize,
+    avg_len: f32,
+    lists: impl Iterator<Item = (usize, P)>,
+) -> Vec<(u32, f32)>
+where
+    P: Iterator<Item = (u32, u32, u32)>,
+{
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut scores = vec![0f32; n];
+    let mut touched = Vec::new();
+    for (df, postings) in lists {
+        let idf = bm25_idf(n, df);
+        for (chunk, tf, len) in postings {
+            let c = chunk as usize;
+            let tf = tf as f32;
+            let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg_len;
+            if scores[c] == 0.0 {
+                touched.push(chunk);
+            }
+            scores[c] += idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm);
+        }
+    }
+    touched.sort_unstable();
+    touched
+        .into_iter()
+        .map(|c| (c, scores[c as usize]))
+        .collect()
+}
+
 /// Distinct terms, sorted: a repeated query term counts once.
-fn unique(terms: &[String]) -> Vec<&str> {
+pub fn unique(terms: &[String]) -> Vec<&str> {
     let mut unique: Vec<&str> = terms.iter().map(String::as_str).collect();
     unique.sort_unstable();
     unique.dedup();
@@ -124,45 +167,19 @@ impl LexicalIndex {
         bm25_idf(self.chunk_lengths.len(), self.doc_freq(term))
     }
 
-    /// What a chunk matching every distinct query term once, at average length, would score:
-    /// Σ idf. Dividing by it puts BM25 on a query-independent 0..1 scale (clamped; title
-    /// matches and repeated terms can exceed it).
-    pub fn ideal_score(&self, terms: &[String]) -> f32 {
-        unique(terms).into_iter().map(|t| self.idf(t)).sum()
-    }
-
     /// BM25 scores of every chunk that contains at least one of `terms`, in chunk order.
     /// Repeated query terms count once.
     pub fn score(&self, cfg: &AnalyzerConfig, terms: &[String]) -> Vec<(u32, f32)> {
-        let n = self.chunk_lengths.len();
-        if n == 0 {
-            return Vec::new();
-        }
-        let avg_len =
-            (self.chunk_lengths.iter().map(|&l| l as f64).sum::<f64>() / n as f64).max(1.0) as f32;
-        let mut scores = vec![0f32; n];
-        let mut touched = Vec::new();
-        for term in unique(terms) {
-            let Some(tid) = self.term_id(term) else {
-                continue;
-            };
-            let postings = &self.postings[tid];
-            let idf = bm25_idf(n, postings.tfs.len());
-            for (chunk, tf) in postings.iter() {
-                let c = chunk as usize;
-                let tf = tf as f32;
-                let len_norm = 1.0 - cfg.b + cfg.b * self.chunk_lengths[c] as f32 / avg_len;
-                if scores[c] == 0.0 {
-                    touched.push(chunk);
-                }
-                scores[c] += idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm);
-            }
-        }
-        touched.sort_unstable();
-        touched
-            .into_iter()
-            .map(|c| (c, scores[c as usize]))
-            .collect()
+        let avg_len = average_length(&self.chunk_lengths);
+        let lists = unique(terms).into_iter().filter_map(|term| {
+            let p = &self.postings[self.term_id(term)?];
+            Some((
+                p.tfs.len(),
+                p.iter()
+                    .map(|(c, tf)| (c, tf, self.chunk_lengths[c as usize])),
+            ))
+        });
+        bm25(cfg, self.chunk_lengths.len(), avg_len, lists)
     }
 
     /// Checks what [`LexicalIndex::score`] relies on, so a bad bundle fails at load time.

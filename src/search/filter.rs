@@ -4,8 +4,9 @@
 //! retrieval; retrievers then skip masked chunks instead of dropping results afterwards,
 //! and a filtered search returns as many results as an unfiltered one would.
 
+use super::corpus::Corpus;
 use super::request::Scope;
-use crate::bundle::{Bundle, Document};
+use crate::bundle::Document;
 
 /// The documents in scope for one request.
 #[derive(Debug)]
@@ -17,22 +18,17 @@ pub struct DocMask {
 }
 
 impl DocMask {
-    pub fn new(bundle: &Bundle, scope: &Scope) -> DocMask {
+    /// Reads every document when the scope is restricted (a split bundle's `docs.bin`).
+    pub fn new(corpus: &Corpus, scope: &Scope) -> DocMask {
         if scope.is_empty() {
             return DocMask {
                 allowed: None,
-                chunks_in_scope: bundle.docs.chunks.len(),
+                chunks_in_scope: corpus.n_chunks(),
             };
         }
-        let allowed: Vec<bool> = bundle
-            .docs
-            .documents
-            .iter()
-            .map(|d| in_scope(d, scope))
-            .collect();
-        let chunks_in_scope = bundle
-            .docs
-            .documents
+        let documents = corpus.all_documents();
+        let allowed: Vec<bool> = documents.iter().map(|d| in_scope(d, scope)).collect();
+        let chunks_in_scope = documents
             .iter()
             .zip(&allowed)
             .filter(|(_, &a)| a)
@@ -48,10 +44,10 @@ impl DocMask {
         self.allowed.is_some()
     }
 
-    pub fn allows_chunk(&self, bundle: &Bundle, chunk: u32) -> bool {
+    pub fn allows_chunk(&self, corpus: &Corpus, chunk: u32) -> bool {
         match &self.allowed {
             None => true,
-            Some(a) => a[bundle.docs.chunks[chunk as usize].doc as usize],
+            Some(a) => a.get(corpus.doc_of(chunk) as usize) == Some(&true),
         }
     }
 }

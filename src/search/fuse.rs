@@ -25,13 +25,12 @@
 //!
 //! Ties break by `documentPath`, then `chunkIndex`, so results are fully deterministic.
 
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::corpus::Corpus;
 use super::retrieve::Retriever;
 use super::Mode;
 use crate::analyze::Analyzer;
-use crate::bundle::Bundle;
 
 pub const LEXICAL_WEIGHT: f32 = 0.5;
 pub const SEMANTIC_WEIGHT: f32 = 0.5;
@@ -101,7 +100,7 @@ pub fn rank(
             .collect(),
         (Mode::Hybrid, Some(q)) => hybrid(r, analyzer, terms, q, fusion, pool),
     };
-    sort(r.bundle, &mut hits);
+    sort(&mut hits);
     hits
 }
 
@@ -137,7 +136,7 @@ fn hybrid(
 
     let scores: Vec<(u32, f32, f32, f32)> = match fusion {
         Fusion::Weighted => {
-            let ideal = r.bundle.lexical.ideal_score(terms);
+            let ideal = r.corpus.ideal_score(terms);
             let query_terms: BTreeSet<&str> = terms.iter().map(String::as_str).collect();
             pool.into_iter()
                 .map(|(chunk, (bm25, cos))| {
@@ -148,7 +147,7 @@ fn hybrid(
                     };
                     if bm25 > 0.0
                         && lexical < 1.0
-                        && breadcrumb_has_all(r.bundle, analyzer, chunk, &query_terms)
+                        && breadcrumb_has_all(r.corpus, analyzer, chunk, &query_terms)
                     {
                         lexical = 1.0;
                     }
@@ -205,7 +204,7 @@ fn hybrid(
 
 /// Whether the chunk's document title and section headings hold every query term.
 fn breadcrumb_has_all(
-    bundle: &Bundle,
+    corpus: &Corpus,
     analyzer: &Analyzer,
     chunk: u32,
     query_terms: &BTreeSet<&str>,
@@ -213,8 +212,8 @@ fn breadcrumb_has_all(
     if query_terms.is_empty() {
         return false;
     }
-    let meta = &bundle.docs.chunks[chunk as usize];
-    let doc = &bundle.docs.documents[meta.doc as usize];
+    let meta = corpus.chunk(chunk);
+    let doc = corpus.document(meta.doc);
     let mut heading_terms: BTreeSet<String> = analyzer.terms(&doc.title).into_iter().collect();
     for h in &meta.section_path {
         heading_terms.extend(analyzer.terms(h));
@@ -222,19 +221,9 @@ fn breadcrumb_has_all(
     query_terms.iter().all(|t| heading_terms.contains(*t))
 }
 
-/// Score descending, then `documentPath`, then `chunkIndex`.
-pub fn sort(bundle: &Bundle, hits: &mut [Hit]) {
-    hits.sort_by(|a, b| match b.score.total_cmp(&a.score) {
-        Ordering::Equal => order_key(bundle, a.chunk).cmp(&order_key(bundle, b.chunk)),
-        other => other,
-    });
-}
-
-/// The tie-break key: (`documentPath`, `chunkIndex`).
-pub fn order_key(bundle: &Bundle, chunk: u32) -> (&str, u32) {
-    let meta = &bundle.docs.chunks[chunk as usize];
-    (
-        bundle.docs.documents[meta.doc as usize].path.as_str(),
-        meta.chunk_index,
-    )
+/// Score descending, then `documentPath`, then `chunkIndex`: documents are stored sorted by
+/// path with their chunks in order (checked when a bundle is decoded), so that tie-break is
+/// the chunk number.
+pub fn sort(hits: &mut [Hit]) {
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
 }

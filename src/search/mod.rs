@@ -6,6 +6,7 @@
 //! fused ([`fuse`]) → reranked or fallback ([`rerank`]) → returned ([`present`], [`suggest`]);
 //! invalid input is rejected before any index is read.
 
+pub mod corpus;
 pub mod filter;
 pub mod fuse;
 pub mod present;
@@ -18,11 +19,13 @@ pub mod suggest;
 use web_time::{Duration, Instant};
 
 use crate::analyze::Analyzer;
+use crate::bundle::split::SplitBundle;
 use crate::bundle::{self, Bundle, Header};
 use crate::embed::ModelInfo;
 #[cfg(feature = "models")]
 use crate::embed::{Embedder, ModelFiles};
 use crate::error::{Error, Result};
+use corpus::{Corpus, Data};
 
 pub use fuse::Fusion;
 pub use request::{Filters, Mode, SearchRequest, MAX_QUERY_CHARS};
@@ -74,10 +77,15 @@ impl Default for EngineOptions {
     }
 }
 
-/// A loaded bundle plus the models that query it.
+/// How many times [`Engine::search_fetching`] fetches missing files for one request before
+/// giving up; the deepest request (a misspelt word: postings, vocabulary, the suggestion's
+/// postings, then text) needs four.
+pub const MAX_FETCH_ROUNDS: usize = 6;
+
+/// A loaded bundle (whole, or split and loaded piece by piece) plus the models that query it.
 #[derive(Debug)]
 pub struct Engine {
-    bundle: Bundle,
+    data: Data,
     analyzer: Analyzer,
     #[cfg(feature = "models")]
     embedder: Option<Embedder>,
@@ -92,17 +100,61 @@ impl Engine {
     /// refused as with a missing model). The lexical-only build has just this.
     pub fn lexical(bytes: &[u8]) -> Result<Engine> {
         let bundle = bundle::decode(bytes)?;
-        Ok(Engine::assemble(bundle))
+        Ok(Engine::assemble(Data::Whole(bundle)))
     }
 
-    fn assemble(bundle: Bundle) -> Engine {
-        let positions = bundle
-            .vectors
-            .as_ref()
-            .map(|v| v.positions(bundle.docs.chunks.len()))
-            .unwrap_or_default();
+    /// Opens a split bundle from its `core.bin`: `fulltext` only. Searches name the files
+    /// they need ([`Error::FilesNeeded`]) until the host adds them with
+    /// [`Engine::add_split_file`]; [`Engine::search_fetching`] runs that loop.
+    pub fn split(core: &[u8]) -> Result<Engine> {
+        Ok(Engine::assemble(Data::Split(SplitBundle::open(core)?)))
+    }
+
+    /// Adds one file of a split bundle (verified against the core before it is used).
+    pub fn add_split_file(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        match &mut self.data {
+            Data::Split(s) => s.add(name, bytes),
+            Data::Whole(_) => Err(Error::Internal(format!(
+                "{name}: this engine holds a whole bundle, not a split one"
+            ))),
+        }
+    }
+
+    /// [`Engine::search`], fetching the files of a split bundle the request needs with
+    /// `fetch(file name)` (at most [`MAX_FETCH_ROUNDS`] rounds, all of a round's files
+    /// before the next try). A whole bundle never calls `fetch`.
+    pub fn search_fetching(
+        &mut self,
+        req: &SearchRequest,
+        mut fetch: impl FnMut(&str) -> Result<Vec<u8>>,
+    ) -> Result<SearchResponse> {
+        for _ in 0..MAX_FETCH_ROUNDS {
+            match self.search(req) {
+                Err(Error::FilesNeeded(files)) => {
+                    for name in files {
+                        let bytes = fetch(&name)?;
+                        self.add_split_file(&name, &bytes)?;
+                    }
+                }
+                done => return done,
+            }
+        }
+        Err(Error::Internal(format!(
+            "the request still needed files after {MAX_FETCH_ROUNDS} rounds"
+        )))
+    }
+
+    fn assemble(data: Data) -> Engine {
+        let positions = match &data {
+            Data::Whole(b) => b
+                .vectors
+                .as_ref()
+                .map(|v| v.positions(b.docs.chunks.len()))
+                .unwrap_or_default(),
+            Data::Split(_) => Vec::new(),
+        };
         Engine {
-            bundle,
+            data,
             analyzer: Analyzer::new(),
             #[cfg(feature = "models")]
             embedder: None,
@@ -124,7 +176,7 @@ impl Engine {
     /// than decoding most bundles, so callers with several bundles share it).
     #[cfg(feature = "models")]
     pub fn with_embedder(bytes: &[u8], embedder: Option<Embedder>) -> Result<Engine> {
-        let mut engine = Engine::assemble(bundle::decode(bytes)?);
+        let mut engine = Engine::assemble(Data::Whole(bundle::decode(bytes)?));
         if let Some(e) = embedder {
             engine.install_embedder(e)?;
         }
@@ -135,6 +187,11 @@ impl Engine {
     /// background while the engine already answers `fulltext`). It must be the bundle's model.
     #[cfg(feature = "models")]
     pub fn install_embedder(&mut self, embedder: Embedder) -> Result<()> {
+        if let Data::Split(_) = self.data {
+            return Err(Error::Model(
+                "a split bundle answers fulltext; semantic search loads the whole bundle".into(),
+            ));
+        }
         self.check_embedding_model(embedder.info())?;
         self.embedder = Some(embedder);
         Ok(())
@@ -143,7 +200,7 @@ impl Engine {
     /// Whether `provided` (ONNX and tokenizer hashes) is the model the bundle was built with;
     /// hosts call it before a slow load to name a wrong file at once.
     pub fn check_embedding_model(&self, provided: &ModelInfo) -> Result<()> {
-        if let Some(expected) = &self.bundle.header.embedding {
+        if let Some(expected) = &self.header().embedding {
             if expected.sha256 != provided.sha256
                 || expected.tokenizer_sha256 != provided.tokenizer_sha256
             {
@@ -180,16 +237,22 @@ impl Engine {
     }
 
     pub fn header(&self) -> &Header {
-        &self.bundle.header
+        Corpus::new(&self.data).header()
     }
 
-    pub fn bundle(&self) -> &Bundle {
-        &self.bundle
+    /// The decoded bundle, when the engine holds a whole one.
+    pub fn bundle(&self) -> Option<&Bundle> {
+        Corpus::new(&self.data).whole()
+    }
+
+    /// The bundle has vectors (semantic and hybrid search are possible with its model).
+    fn has_vectors(&self) -> bool {
+        self.header().flags.hybrid
     }
 
     /// Whether semantic and hybrid requests can be answered.
     pub fn semantic_ready(&self) -> bool {
-        self.bundle.vectors.is_some() && self.has_embedder()
+        self.has_vectors() && self.has_embedder()
     }
 
     fn has_embedder(&self) -> bool {
@@ -220,11 +283,13 @@ impl Engine {
         let started = Instant::now();
         let mut timings = Timings::default();
         let plan = request::validate(req, self.options.max_limit)?;
+        let corpus = Corpus::new(&self.data);
+        let header = corpus.header();
         if let Some(p) = &plan.project_id {
-            if self.bundle.header.project_id.as_deref() != Some(p.as_str()) {
+            if header.project_id.as_deref() != Some(p.as_str()) {
                 return Err(Error::ProjectNotFound {
                     requested: p.clone(),
-                    available: self.bundle.header.project_id.clone(),
+                    available: header.project_id.clone(),
                 });
             }
         }
@@ -236,7 +301,7 @@ impl Engine {
         let loading = plan.mode != Mode::Fulltext
             && self.options.models_loading
             && !self.has_embedder()
-            && self.bundle.vectors.is_some();
+            && self.has_vectors();
         let mode = if loading { Mode::Fulltext } else { plan.mode };
         let query_vector = match mode {
             Mode::Fulltext => None,
@@ -248,9 +313,10 @@ impl Engine {
             }
         };
         let t = Instant::now();
-        let mask = filter::DocMask::new(&self.bundle, &plan.scope);
+        let mask = filter::DocMask::new(&corpus, &plan.scope);
+        corpus.checkpoint()?;
         let retriever = retrieve::Retriever {
-            bundle: &self.bundle,
+            corpus: &corpus,
             positions: &self.positions,
             mask: &mask,
         };
@@ -264,8 +330,9 @@ impl Engine {
             self.options.fusion,
             pool,
         );
-        let facets = present::facets(&self.bundle, &fused);
-        let capped = cap_per_document(&self.bundle, fused, plan.max_chunks_per_document);
+        let facets = present::facets(&corpus, &fused);
+        let capped = cap_per_document(&corpus, fused, plan.max_chunks_per_document);
+        corpus.checkpoint()?;
         timings.retrieve_ms = ms(t.elapsed());
         let total = capped.len();
 
@@ -281,7 +348,7 @@ impl Engine {
             let pool_len = plan.candidate_limit.min(capped.len());
             let passages: Vec<String> = capped[..pool_len]
                 .iter()
-                .map(|h| self.rerank_passage(h.chunk))
+                .map(|h| rerank_passage(&corpus, h.chunk))
                 .collect();
             let budget = Duration::from_millis(self.options.rerank_budget_ms);
             match rerank::score_all(self.reranker.as_deref(), &plan.query, &passages, budget) {
@@ -305,10 +372,8 @@ impl Engine {
                         entry.1 = 0.5 * entry.1.clamp(0.0, 1.0);
                     }
                     order[..pool_len].sort_by(|a, b| {
-                        b.1.total_cmp(&a.1).then_with(|| {
-                            fuse::order_key(&self.bundle, capped[a.0].chunk)
-                                .cmp(&fuse::order_key(&self.bundle, capped[b.0].chunk))
-                        })
+                        b.1.total_cmp(&a.1)
+                            .then(capped[a.0].chunk.cmp(&capped[b.0].chunk))
                     });
                 }
                 Err(why) => {
@@ -332,7 +397,7 @@ impl Engine {
             .take(plan.limit)
             .map(|(i, score, rerank)| {
                 present::result(
-                    &self.bundle,
+                    &corpus,
                     &self.analyzer,
                     &terms,
                     &capped[i],
@@ -343,7 +408,8 @@ impl Engine {
             })
             .collect();
         let suggestions =
-            suggest::suggestions(&self.bundle, &self.analyzer, &plan.query, &tokens, total);
+            suggest::suggestions(&corpus, &self.analyzer, &plan.query, &tokens, total);
+        corpus.checkpoint()?;
         timings.total_ms = ms(started.elapsed());
         Ok(SearchResponse {
             query: plan.query,
@@ -362,14 +428,8 @@ impl Engine {
         })
     }
 
-    /// What the cross-encoder reads for a chunk: its breadcrumb, then its text.
-    fn rerank_passage(&self, chunk: u32) -> String {
-        let meta = &self.bundle.docs.chunks[chunk as usize];
-        crate::index::embedding_input(&meta.section_path, &self.bundle.text.texts[chunk as usize])
-    }
-
     fn embed_query(&self, query: &str, mode: Mode) -> Result<Vec<f32>> {
-        if self.bundle.vectors.is_none() {
+        if !self.has_vectors() {
             return Err(Error::HybridNotSupported {
                 mode: mode.as_str().to_owned(),
             });
@@ -396,12 +456,17 @@ impl Engine {
     }
 }
 
+/// What the cross-encoder reads for a chunk: its breadcrumb, then its text.
+fn rerank_passage(corpus: &Corpus, chunk: u32) -> String {
+    crate::index::embedding_input(&corpus.chunk(chunk).section_path, corpus.text(chunk))
+}
+
 /// At most `max` chunks per document, keeping the best of each.
-fn cap_per_document(bundle: &Bundle, hits: Vec<fuse::Hit>, max: usize) -> Vec<fuse::Hit> {
-    let mut seen = vec![0u8; bundle.docs.documents.len()];
+fn cap_per_document(corpus: &Corpus, hits: Vec<fuse::Hit>, max: usize) -> Vec<fuse::Hit> {
+    let mut seen = vec![0u8; corpus.n_docs()];
     hits.into_iter()
         .filter(|h| {
-            let d = bundle.docs.chunks[h.chunk as usize].doc as usize;
+            let d = corpus.doc_of(h.chunk) as usize;
             seen[d] = seen[d].saturating_add(1);
             seen[d] as usize <= max
         })

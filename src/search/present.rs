@@ -4,10 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::corpus::Corpus;
 use super::fuse::Hit;
 use super::response::{ContextChunk, Facets, Highlight, RankingSignals, SearchResult, SOURCE_TYPE};
 use crate::analyze::Analyzer;
-use crate::bundle::Bundle;
 
 /// Longest snippet, in characters, before the ellipses.
 pub const SNIPPET_CHARS: usize = 240;
@@ -17,7 +17,7 @@ const LEAD_CHARS: usize = 40;
 /// A ranked hit as the contract's result. `rerank` is the rerank stage's probability when it
 /// scored this hit; `score` is the final ordering score.
 pub fn result(
-    bundle: &Bundle,
+    corpus: &Corpus,
     analyzer: &Analyzer,
     terms: &[String],
     hit: &Hit,
@@ -25,9 +25,9 @@ pub fn result(
     rerank: Option<f32>,
     include_context: bool,
 ) -> SearchResult {
-    let meta = &bundle.docs.chunks[hit.chunk as usize];
-    let doc = &bundle.docs.documents[meta.doc as usize];
-    let (snippet, highlights) = snippet(analyzer, &bundle.text.texts[hit.chunk as usize], terms);
+    let meta = corpus.chunk(hit.chunk);
+    let doc = corpus.document(corpus.doc_of(hit.chunk));
+    let (snippet, highlights) = snippet(analyzer, corpus.text(hit.chunk), terms);
     SearchResult {
         document_path: doc.path.clone(),
         chunk_index: meta.chunk_index,
@@ -48,19 +48,17 @@ pub fn result(
             semantic: hit.semantic,
             rerank,
         },
-        context: include_context.then(|| context(bundle, hit.chunk)),
+        context: include_context.then(|| context(corpus, hit.chunk)),
     }
 }
 
 /// The chunks just before and after `chunk` in its document.
-fn context(bundle: &Bundle, chunk: u32) -> Vec<ContextChunk> {
-    let meta = &bundle.docs.chunks[chunk as usize];
-    let doc = &bundle.docs.documents[meta.doc as usize];
-    let first = doc.first_chunk;
-    let last = doc.first_chunk + doc.chunk_count; // exclusive
+fn context(corpus: &Corpus, chunk: u32) -> Vec<ContextChunk> {
+    let (first, count) = corpus.doc_span(corpus.doc_of(chunk));
+    let last = first + count; // exclusive
     let mut out = Vec::new();
     let mut push = |c: u32, position: &str| {
-        let m = &bundle.docs.chunks[c as usize];
+        let m = corpus.chunk(c);
         out.push(ContextChunk {
             position: position.to_owned(),
             chunk_index: m.chunk_index,
@@ -69,7 +67,7 @@ fn context(bundle: &Bundle, chunk: u32) -> Vec<ContextChunk> {
             anchor: m.anchor.clone(),
             line_start: m.line_start,
             line_end: m.line_end,
-            text: bundle.text.texts[c as usize].clone(),
+            text: corpus.text(c).to_owned(),
         });
     };
     if chunk > first {
@@ -82,17 +80,14 @@ fn context(bundle: &Bundle, chunk: u32) -> Vec<ContextChunk> {
 }
 
 /// Distinct documents among `hits` by type and by month.
-pub fn facets(bundle: &Bundle, hits: &[Hit]) -> Facets {
-    let docs: BTreeSet<u32> = hits
-        .iter()
-        .map(|h| bundle.docs.chunks[h.chunk as usize].doc)
-        .collect();
+pub fn facets(corpus: &Corpus, hits: &[Hit]) -> Facets {
+    let docs: BTreeSet<u32> = hits.iter().map(|h| corpus.doc_of(h.chunk)).collect();
     let mut document_types = BTreeMap::new();
     let mut dates = BTreeMap::new();
     for d in docs {
-        let doc = &bundle.docs.documents[d as usize];
-        *document_types.entry(doc.doc_type.clone()).or_insert(0) += 1;
-        if let Some(month) = doc.date.as_deref().and_then(|d| d.get(..7)) {
+        let (doc_type, month) = corpus.facet_keys(d);
+        *document_types.entry(doc_type.to_owned()).or_insert(0) += 1;
+        if let Some(month) = month {
             *dates.entry(month.to_owned()).or_insert(0) += 1;
         }
     }

@@ -1,8 +1,8 @@
 //! Retrieval: candidate chunks from each side, with their raw scores, restricted to the
 //! documents in scope.
 
+use super::corpus::Corpus;
 use super::filter::DocMask;
-use crate::bundle::Bundle;
 
 /// How many chunks each retriever hands to fusion (at least; a larger `limit` raises it).
 /// Fusion then scores the union exactly on both signals, so a chunk found by only one side
@@ -13,9 +13,9 @@ pub const POOL_PER_SIDE: usize = 100;
 /// filtering the graph's answer (which could leave fewer than `k` in scope).
 const EXACT_SCAN_LIMIT: usize = 50_000;
 
-/// What retrieval needs besides the bundle: the storage position of each chunk's vector.
+/// What retrieval reads: the corpus, the storage position of each chunk's vector, the scope.
 pub struct Retriever<'a> {
-    pub bundle: &'a Bundle,
+    pub corpus: &'a Corpus<'a>,
     pub positions: &'a [u32],
     pub mask: &'a DocMask,
 }
@@ -23,19 +23,16 @@ pub struct Retriever<'a> {
 impl Retriever<'_> {
     /// BM25 score of every in-scope chunk containing a query term, in chunk order.
     pub fn lexical(&self, terms: &[String]) -> Vec<(u32, f32)> {
-        let mut hits = self
-            .bundle
-            .lexical
-            .score(&self.bundle.header.analyzer, terms);
+        let mut hits = self.corpus.bm25(terms);
         if self.mask.is_restricted() {
-            hits.retain(|&(c, _)| self.mask.allows_chunk(self.bundle, c));
+            hits.retain(|&(c, _)| self.mask.allows_chunk(self.corpus, c));
         }
         hits
     }
 
     /// The `k` in-scope chunks nearest to the query vector, best first (cosine).
     pub fn semantic(&self, query: &[f32], k: usize) -> Vec<(u32, f32)> {
-        let Some(vectors) = &self.bundle.vectors else {
+        let Some(vectors) = self.corpus.vectors() else {
             return Vec::new();
         };
         if !self.mask.is_restricted() {
@@ -44,15 +41,15 @@ impl Retriever<'_> {
         let exact = matches!(vectors, crate::index::vector::VectorIndex::Flat(_))
             || self.mask.chunks_in_scope <= EXACT_SCAN_LIMIT;
         let mut hits: Vec<(u32, f32)> = if exact {
-            (0..self.bundle.docs.chunks.len() as u32)
-                .filter(|&c| self.mask.allows_chunk(self.bundle, c))
+            (0..self.corpus.n_chunks() as u32)
+                .filter(|&c| self.mask.allows_chunk(self.corpus, c))
                 .filter_map(|c| self.cosine(query, c).map(|s| (c, s)))
                 .collect()
         } else {
             vectors
                 .nearest(query, usize::MAX)
                 .into_iter()
-                .filter(|&(c, _)| self.mask.allows_chunk(self.bundle, c))
+                .filter(|&(c, _)| self.mask.allows_chunk(self.corpus, c))
                 .collect()
         };
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -62,7 +59,7 @@ impl Retriever<'_> {
 
     /// Cosine of the query with one chunk (`None` if it has no vector).
     pub fn cosine(&self, query: &[f32], chunk: u32) -> Option<f32> {
-        let vectors = self.bundle.vectors.as_ref()?;
+        let vectors = self.corpus.vectors()?;
         let pos = *self.positions.get(chunk as usize)?;
         (pos != u32::MAX).then(|| vectors.point(pos).dot_f32(query))
     }

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use super::corpus::Corpus;
 use crate::analyze::{Analyzer, Token};
-use crate::bundle::Bundle;
 
 pub const MAX_SUGGESTIONS: usize = 3;
 /// Fewer results than this and rare query words are also offered alternatives.
@@ -21,13 +21,12 @@ const SURFACE_SAMPLE: usize = 8;
 
 /// `tokens` are the query's own (`analyzer.tokens(query)`), with char offsets into `query`.
 pub fn suggestions(
-    bundle: &Bundle,
+    corpus: &Corpus,
     analyzer: &Analyzer,
     query: &str,
     tokens: &[Token],
     total: usize,
 ) -> Vec<String> {
-    let lexical = &bundle.lexical;
     // (char range in the query, alternatives best first)
     let mut fixes: Vec<((usize, usize), Vec<String>)> = Vec::new();
     for t in tokens {
@@ -35,7 +34,7 @@ pub fn suggestions(
         if len < 3 || t.term.chars().all(|c| c.is_ascii_digit()) {
             continue;
         }
-        let df = lexical.doc_freq(&t.term);
+        let df = corpus.doc_freq(&t.term);
         let min_df = if df == 0 {
             1
         } else if total < FEW_RESULTS {
@@ -44,20 +43,19 @@ pub fn suggestions(
             continue;
         };
         let max_dist = if len <= 4 { 1 } else { 2 };
-        let mut close: Vec<(usize, std::cmp::Reverse<usize>, &str)> = lexical
-            .terms
-            .iter()
-            .filter(|cand| cand.as_str() != t.term)
-            .filter_map(|cand| {
+        let mut close: Vec<(usize, std::cmp::Reverse<usize>, &str)> = corpus
+            .vocabulary()
+            .into_iter()
+            .filter(|&(cand, _)| cand != t.term)
+            .filter_map(|(cand, cdf)| {
                 let d = osa_distance(&t.term, cand, max_dist)?;
-                let cdf = lexical.doc_freq(cand);
-                (cdf >= min_df).then_some((d, std::cmp::Reverse(cdf), cand.as_str()))
+                (cdf >= min_df).then_some((d, std::cmp::Reverse(cdf), cand))
             })
             .collect();
         close.sort();
         let words: Vec<String> = close
             .into_iter()
-            .filter_map(|(_, _, stem)| surface(bundle, analyzer, stem))
+            .filter_map(|(_, _, stem)| surface(corpus, analyzer, stem))
             .take(MAX_SUGGESTIONS)
             .collect();
         if !words.is_empty() {
@@ -94,15 +92,13 @@ pub fn suggestions(
 }
 
 /// The most frequent lowercase word in the collection whose term is `stem`.
-fn surface(bundle: &Bundle, analyzer: &Analyzer, stem: &str) -> Option<String> {
-    let id = bundle.lexical.term_id(stem)?;
+fn surface(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Option<String> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for (chunk, _) in bundle.lexical.postings[id].iter().take(SURFACE_SAMPLE) {
-        let c = chunk as usize;
-        let meta = &bundle.docs.chunks[c];
-        let doc = &bundle.docs.documents[meta.doc as usize];
+    for c in corpus.first_chunks_with(stem, SURFACE_SAMPLE) {
+        let meta = corpus.chunk(c);
+        let doc = corpus.document(corpus.doc_of(c));
         let texts = [
-            bundle.text.texts[c].as_str(),
+            corpus.text(c),
             doc.title.as_str(),
             &meta.section_path.join(" "),
         ];

@@ -1,0 +1,647 @@
+//! The split layout: one bundle cut into small files a browser fetches only as a query needs
+//! them, so the first fulltext result costs kilobytes instead of the whole bundle.
+//!
+//! ```text
+//! core.bin      magic b"DOCLSPLT", version u32 LE, sha256(payload), payload = postcard(Core):
+//!               the bundle's header, BM25's average chunk length, chunk count per document,
+//!               facet keys per document, the first term of each lexical shard and the first
+//!               document of each fragment shard
+//! lex-N.bin     a range of terms with their postings; each posting also carries its chunk's
+//!               length, so BM25 needs nothing else
+//! frag-N.bin    a range of whole documents: their metadata, chunk metadata and chunk text
+//! docs.bin      every document's metadata (read only by requests with filters)
+//! vocab.bin     every term with its document frequency (read only to suggest spellings)
+//! bundle.bin    the whole bundle, unchanged (semantic and hybrid search load it)
+//! ```
+//!
+//! Every shard file is `sha256(payload)` followed by `postcard(ShardFile)`, which names the
+//! bundle (`bundle_id`, the first 16 bytes of the whole bundle's sha256) and the shard, so a
+//! corrupt, truncated, misnamed or stale file is refused when it is added instead of
+//! answering wrongly. The split is a pure function of the bundle's bytes: same bundle, same
+//! files. Answers from a split bundle are byte-identical to the whole bundle's.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::model::{Bundle, ChunkMeta, Document, Header};
+use super::FORMAT_VERSION;
+use crate::error::{Error, Result};
+use crate::index::lexical;
+
+pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
+pub const CORE_FILE: &str = "core.bin";
+pub const WHOLE_FILE: &str = "bundle.bin";
+
+/// How big shards grow: a shard closes once its content reaches this many encoded bytes (one
+/// term's postings or one document may exceed it alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSizes {
+    pub lexical: usize,
+    pub fragment: usize,
+}
+
+impl Default for ShardSizes {
+    /// Small enough that a typical query reads a few tens of KB; large enough that the core's
+    /// shard tables stay small (a 10k-document bundle: ~270 lexical and ~2,900 fragment shards).
+    fn default() -> Self {
+        ShardSizes {
+            lexical: 24 * 1024,
+            fragment: 8 * 1024,
+        }
+    }
+}
+
+/// What a host loads first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Core {
+    pub bundle_id: [u8; 16],
+    /// Size of the whole bundle (`bundle.bin`).
+    pub bundle_bytes: u64,
+    pub header: Header,
+    /// BM25's average chunk length, as [`lexical::average_length`] computes it.
+    pub avg_chunk_len: f32,
+    /// Chunk count of each document, in document (= path) order.
+    pub doc_chunks: Vec<u32>,
+    pub doc_types: Vec<String>,
+    pub months: Vec<String>,
+    /// Per document: index into `doc_types`, and 1 + index into `months` (0: no date).
+    pub doc_facets: Vec<(u32, u32)>,
+    /// First term of each lexical shard; shard `i` holds terms from `lex_shards[i]` up to
+    /// (not including) `lex_shards[i + 1]`.
+    pub lex_shards: Vec<String>,
+    /// First document of each fragment shard.
+    pub frag_shards: Vec<u32>,
+}
+
+/// One file of a split bundle besides the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ShardId {
+    Lexical(u32),
+    Fragment(u32),
+    Documents,
+    Vocabulary,
+}
+
+impl ShardId {
+    pub fn file_name(self) -> String {
+        match self {
+            ShardId::Lexical(i) => format!("lex-{i}.bin"),
+            ShardId::Fragment(i) => format!("frag-{i}.bin"),
+            ShardId::Documents => "docs.bin".into(),
+            ShardId::Vocabulary => "vocab.bin".into(),
+        }
+    }
+
+    pub fn from_file_name(name: &str) -> Option<ShardId> {
+        let numbered = |prefix: &str| {
+            name.strip_prefix(prefix)?
+                .strip_suffix(".bin")?
+                .parse::<u32>()
+                .ok()
+        };
+        match name {
+            "docs.bin" => Some(ShardId::Documents),
+            "vocab.bin" => Some(ShardId::Vocabulary),
+            _ => numbered("lex-")
+                .map(ShardId::Lexical)
+                .or_else(|| numbered("frag-").map(ShardId::Fragment)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LexShard {
+    pub terms: Vec<String>,
+    pub postings: Vec<ShardPostings>,
+}
+
+/// [`lexical::Postings`] plus each posting's chunk length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardPostings {
+    pub chunk_deltas: Vec<u32>,
+    pub tfs: Vec<u32>,
+    pub lens: Vec<u32>,
+}
+
+impl ShardPostings {
+    /// (chunk, weighted tf, chunk length) in chunk order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+        let mut chunk = 0u32;
+        self.chunk_deltas
+            .iter()
+            .zip(&self.tfs)
+            .zip(&self.lens)
+            .enumerate()
+            .map(move |(i, ((&d, &tf), &len))| {
+                chunk = if i == 0 { d } else { chunk + d };
+                (chunk, tf, len)
+            })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FragShard {
+    pub documents: Vec<Document>,
+    pub chunks: Vec<ChunkMeta>,
+    pub texts: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vocabulary {
+    pub terms: Vec<String>,
+    pub dfs: Vec<u32>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ShardFile<T> {
+    bundle_id: [u8; 16],
+    shard: ShardId,
+    body: T,
+}
+
+fn encode_value<T: Serialize + ?Sized>(value: &T, what: &str) -> Result<Vec<u8>> {
+    postcard::to_allocvec(value).map_err(|e| Error::Encode(format!("{what}: {e}")))
+}
+
+fn decode_value<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+    let (value, rest) =
+        postcard::take_from_bytes(bytes).map_err(|e| Error::Corrupt(format!("{what}: {e}")))?;
+    if !rest.is_empty() {
+        return Err(Error::Corrupt(format!(
+            "{what}: {} trailing bytes",
+            rest.len()
+        )));
+    }
+    Ok(value)
+}
+
+fn shard_file<T: Serialize>(bundle_id: [u8; 16], shard: ShardId, body: T) -> Result<Vec<u8>> {
+    let payload = encode_value(
+        &ShardFile {
+            bundle_id,
+            shard,
+            body,
+        },
+        &shard.file_name(),
+    )?;
+    let mut out = Sha256::digest(&payload).to_vec();
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Cuts a bundle (decoded from `bytes`) into its split files, `(file name, bytes)` in a fixed
+/// order, `core.bin` first and `bundle.bin` last.
+pub fn split(bundle: &Bundle, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    split_with(bundle, bytes, ShardSizes::default())
+}
+
+/// [`split`] with other shard sizes (tests cut tiny shards to cross every boundary).
+pub fn split_with(
+    bundle: &Bundle,
+    bytes: &[u8],
+    sizes: ShardSizes,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut bundle_id = [0u8; 16];
+    bundle_id.copy_from_slice(&Sha256::digest(bytes)[..16]);
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut add = |shard: ShardId, file: Vec<u8>| files.push((shard.file_name(), file));
+
+    // Lexical shards: term ranges of about LEXICAL_SHARD_BYTES.
+    let lengths = &bundle.lexical.chunk_lengths;
+    let mut lex_shards = Vec::new();
+    let mut current = LexShard {
+        terms: Vec::new(),
+        postings: Vec::new(),
+    };
+    let mut size = 0;
+    let mut flush = |current: &mut LexShard, lex_shards: &mut Vec<String>| -> Result<()> {
+        let shard = ShardId::Lexical(lex_shards.len() as u32);
+        lex_shards.push(current.terms[0].clone());
+        let body = std::mem::replace(
+            current,
+            LexShard {
+                terms: Vec::new(),
+                postings: Vec::new(),
+            },
+        );
+        add(shard, shard_file(bundle_id, shard, body)?);
+        Ok(())
+    };
+    for (term, p) in bundle.lexical.terms.iter().zip(&bundle.lexical.postings) {
+        let postings = ShardPostings {
+            chunk_deltas: p.chunk_deltas.clone(),
+            tfs: p.tfs.clone(),
+            lens: p.iter().map(|(c, _)| lengths[c as usize]).collect(),
+        };
+        size += term.len() + encode_value(&postings, "postings")?.len();
+        current.terms.push(term.clone());
+        current.postings.push(postings);
+        if size >= sizes.lexical {
+            flush(&mut current, &mut lex_shards)?;
+            size = 0;
+        }
+    }
+    if !current.terms.is_empty() {
+        flush(&mut current, &mut lex_shards)?;
+    }
+
+    // Fragment shards: runs of whole documents of about FRAGMENT_SHARD_BYTES.
+    let docs = &bundle.docs;
+    let mut frag_shards = Vec::new();
+    let mut start = 0usize;
+    let mut size = 0;
+    for (d, doc) in docs.documents.iter().enumerate() {
+        let chunks = doc.first_chunk as usize..(doc.first_chunk + doc.chunk_count) as usize;
+        size += encode_value(doc, "document")?.len()
+            + encode_value(&docs.chunks[chunks.clone()], "chunks")?.len()
+            + encode_value(&bundle.text.texts[chunks], "texts")?.len();
+        if size >= sizes.fragment || d + 1 == docs.documents.len() {
+            let range = start..d + 1;
+            let first = docs.documents[start].first_chunk as usize;
+            let end = (doc.first_chunk + doc.chunk_count) as usize;
+            let shard = ShardId::Fragment(frag_shards.len() as u32);
+            frag_shards.push(start as u32);
+            let body = FragShard {
+                documents: docs.documents[range].to_vec(),
+                chunks: docs.chunks[first..end].to_vec(),
+                texts: bundle.text.texts[first..end].to_vec(),
+            };
+            add(shard, shard_file(bundle_id, shard, body)?);
+            start = d + 1;
+            size = 0;
+        }
+    }
+
+    add(
+        ShardId::Documents,
+        shard_file(bundle_id, ShardId::Documents, &docs.documents)?,
+    );
+    let vocabulary = Vocabulary {
+        terms: bundle.lexical.terms.clone(),
+        dfs: bundle
+            .lexical
+            .postings
+            .iter()
+            .map(|p| p.tfs.len() as u32)
+            .collect(),
+    };
+    add(
+        ShardId::Vocabulary,
+        shard_file(bundle_id, ShardId::Vocabulary, &vocabulary)?,
+    );
+
+    let mut doc_types: Vec<String> = docs.documents.iter().map(|d| d.doc_type.clone()).collect();
+    doc_types.sort();
+    doc_types.dedup();
+    let mut months: Vec<String> = docs.documents.iter().filter_map(month).collect();
+    months.sort();
+    months.dedup();
+    let position = |list: &[String], key: &str| list.binary_search_by(|x| x.as_str().cmp(key));
+    let doc_facets = docs
+        .documents
+        .iter()
+        .map(|d| {
+            let t = position(&doc_types, &d.doc_type).unwrap_or(0) as u32;
+            let m = month(d).map_or(0, |m| position(&months, &m).map_or(0, |i| i as u32 + 1));
+            (t, m)
+        })
+        .collect();
+    let core = Core {
+        bundle_id,
+        bundle_bytes: bytes.len() as u64,
+        header: bundle.header.clone(),
+        avg_chunk_len: lexical::average_length(lengths),
+        doc_chunks: docs.documents.iter().map(|d| d.chunk_count).collect(),
+        doc_types,
+        months,
+        doc_facets,
+        lex_shards,
+        frag_shards,
+    };
+    let payload = encode_value(&core, "core")?;
+    let mut core_file = SPLIT_MAGIC.to_vec();
+    core_file.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    core_file.extend_from_slice(&Sha256::digest(&payload));
+    core_file.extend_from_slice(&payload);
+    files.insert(0, (CORE_FILE.into(), core_file));
+    files.push((WHOLE_FILE.into(), bytes.to_vec()));
+    Ok(files)
+}
+
+/// `YYYY-MM` of a document's date, the facet key.
+pub fn month(d: &Document) -> Option<String> {
+    d.date
+        .as_deref()
+        .and_then(|d| d.get(..7))
+        .map(str::to_owned)
+}
+
+/// A split bundle as far as it has been loaded: the core plus whichever shards were added.
+#[derive(Debug)]
+pub struct SplitBundle {
+    pub core: Core,
+    /// `first_chunk[d]` is document `d`'s first chunk; one extra entry holds the chunk count.
+    first_chunk: Vec<u32>,
+    lexical: BTreeMap<u32, LexShard>,
+    fragments: BTreeMap<u32, FragShard>,
+    documents: Option<Vec<Document>>,
+    vocabulary: Option<Vocabulary>,
+}
+
+impl SplitBundle {
+    /// Reads and verifies `core.bin`.
+    pub fn open(bytes: &[u8]) -> Result<SplitBundle> {
+        const PREFIX: usize = 8 + 4 + 32;
+        let magic_len = bytes.len().min(SPLIT_MAGIC.len());
+        if bytes[..magic_len] != SPLIT_MAGIC[..magic_len] {
+            return Err(Error::BadMagic);
+        }
+        if bytes.len() < PREFIX {
+            return Err(Error::BundleTruncated(format!(
+                "core of {} bytes, the fixed prefix alone is {PREFIX}",
+                bytes.len()
+            )));
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if version > FORMAT_VERSION {
+            return Err(Error::NewerFormat {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if version < super::OLDEST_FORMAT_VERSION {
+            return Err(Error::OlderFormat {
+                found: version,
+                oldest: super::OLDEST_FORMAT_VERSION,
+            });
+        }
+        let payload = &bytes[PREFIX..];
+        if Sha256::digest(payload).as_slice() != &bytes[12..44] {
+            return Err(Error::ChecksumMismatch {
+                part: CORE_FILE.into(),
+            });
+        }
+        let core: Core = decode_value(payload, CORE_FILE)?;
+        let corrupt = |m: &str| Err(Error::Corrupt(format!("{CORE_FILE}: {m}")));
+        let counts = core.header.counts;
+        let n_docs = core.doc_chunks.len();
+        if n_docs != counts.documents as usize || core.doc_facets.len() != n_docs {
+            return corrupt("document tables disagree with the header's counts");
+        }
+        let mut first_chunk = Vec::with_capacity(n_docs + 1);
+        let mut total = 0u64;
+        for &c in &core.doc_chunks {
+            first_chunk.push(total as u32);
+            total += c as u64;
+        }
+        if total != counts.chunks as u64 {
+            return corrupt("chunk counts per document do not add up to the header's");
+        }
+        first_chunk.push(total as u32);
+        let facets_ok = core.doc_facets.iter().all(|&(t, m)| {
+            (t as usize) < core.doc_types.len() && (m as usize) <= core.months.len()
+        });
+        if !facets_ok {
+            return corrupt("a facet key points past its table");
+        }
+        if !core.lex_shards.windows(2).all(|w| w[0] < w[1])
+            || !core.frag_shards.windows(2).all(|w| w[0] < w[1])
+            || (n_docs > 0 && core.frag_shards.first() != Some(&0))
+            || core
+                .frag_shards
+                .last()
+                .is_some_and(|&d| d as usize >= n_docs)
+        {
+            return corrupt("shard boundaries are out of order");
+        }
+        Ok(SplitBundle {
+            core,
+            first_chunk,
+            lexical: BTreeMap::new(),
+            fragments: BTreeMap::new(),
+            documents: None,
+            vocabulary: None,
+        })
+    }
+
+    /// Verifies and installs one shard file, named as [`ShardId::file_name`] names it.
+    pub fn add(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        let shard = ShardId::from_file_name(name)
+            .ok_or_else(|| Error::Corrupt(format!("{name:?} is not a file of a split bundle")))?;
+        match shard {
+            ShardId::Lexical(i) => {
+                let body: LexShard = self.open_shard(shard, bytes)?;
+                self.check_lexical(i, &body)?;
+                self.lexical.insert(i, body);
+            }
+            ShardId::Fragment(i) => {
+                let body: FragShard = self.open_shard(shard, bytes)?;
+                self.check_fragment(i, &body)?;
+                self.fragments.insert(i, body);
+            }
+            ShardId::Documents => {
+                let body: Vec<Document> = self.open_shard(shard, bytes)?;
+                let fits = body.len() == self.n_docs()
+                    && body.iter().enumerate().all(|(d, doc)| {
+                        doc.first_chunk == self.first_chunk[d]
+                            && doc.chunk_count == self.core.doc_chunks[d]
+                    });
+                if !fits {
+                    return Err(self.corrupt(shard, "documents disagree with the core"));
+                }
+                self.documents = Some(body);
+            }
+            ShardId::Vocabulary => {
+                let body: Vocabulary = self.open_shard(shard, bytes)?;
+                let fits = body.terms.len() == body.dfs.len()
+                    && body.terms.len() == self.core.header.counts.terms as usize
+                    && body.terms.windows(2).all(|w| w[0] < w[1]);
+                if !fits {
+                    return Err(self.corrupt(shard, "malformed term list"));
+                }
+                self.vocabulary = Some(body);
+            }
+        }
+        Ok(())
+    }
+
+    fn corrupt(&self, shard: ShardId, m: &str) -> Error {
+        Error::Corrupt(format!("{}: {m}", shard.file_name()))
+    }
+
+    fn open_shard<T: DeserializeOwned>(&self, shard: ShardId, bytes: &[u8]) -> Result<T> {
+        let name = shard.file_name();
+        if bytes.len() < 32 {
+            return Err(Error::BundleTruncated(format!(
+                "{name} has {} bytes, less than its checksum",
+                bytes.len()
+            )));
+        }
+        let (sum, payload) = bytes.split_at(32);
+        if Sha256::digest(payload).as_slice() != sum {
+            return Err(Error::ChecksumMismatch { part: name });
+        }
+        let file: ShardFile<T> = decode_value(payload, &name)?;
+        if file.bundle_id != self.core.bundle_id {
+            return Err(self.corrupt(shard, "belongs to a different bundle than core.bin"));
+        }
+        if file.shard != shard {
+            return Err(self.corrupt(shard, "holds a different shard than its name says"));
+        }
+        Ok(file.body)
+    }
+
+    fn check_lexical(&self, i: u32, body: &LexShard) -> Result<()> {
+        let shard = ShardId::Lexical(i);
+        let (Some(first), next) = (
+            self.core.lex_shards.get(i as usize),
+            self.core.lex_shards.get(i as usize + 1),
+        ) else {
+            return Err(self.corrupt(shard, "no such shard in core.bin"));
+        };
+        let in_range = body.terms.first() == Some(first)
+            && body.terms.windows(2).all(|w| w[0] < w[1])
+            && next.is_none_or(|n| body.terms.last().is_some_and(|l| l < n));
+        if !in_range || body.terms.len() != body.postings.len() {
+            return Err(self.corrupt(shard, "terms outside the shard's range"));
+        }
+        let n_chunks = self.n_chunks() as u64;
+        for p in &body.postings {
+            let n = p.tfs.len();
+            if n == 0 || p.chunk_deltas.len() != n || p.lens.len() != n {
+                return Err(self.corrupt(shard, "malformed postings"));
+            }
+            let mut chunk = 0u64;
+            for (k, &d) in p.chunk_deltas.iter().enumerate() {
+                chunk += d as u64;
+                if (k > 0 && d == 0) || chunk >= n_chunks {
+                    return Err(self.corrupt(shard, "postings point outside the chunks"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_fragment(&self, i: u32, body: &FragShard) -> Result<()> {
+        let shard = ShardId::Fragment(i);
+        let Some(docs) = self.fragment_docs(i) else {
+            return Err(self.corrupt(shard, "no such shard in core.bin"));
+        };
+        let chunks = self.first_chunk[docs.start] as usize..self.first_chunk[docs.end] as usize;
+        let fits = body.documents.len() == docs.len()
+            && body.chunks.len() == chunks.len()
+            && body.texts.len() == chunks.len()
+            && body.documents.iter().zip(docs.clone()).all(|(doc, d)| {
+                doc.first_chunk == self.first_chunk[d] && doc.chunk_count == self.core.doc_chunks[d]
+            })
+            && body.chunks.iter().zip(chunks.clone()).all(|(meta, c)| {
+                let d = meta.doc as usize;
+                docs.contains(&d) && self.first_chunk[d] as usize + meta.chunk_index as usize == c
+            });
+        if !fits {
+            return Err(self.corrupt(shard, "documents or chunks disagree with the core"));
+        }
+        Ok(())
+    }
+
+    /// Documents of fragment shard `i`.
+    fn fragment_docs(&self, i: u32) -> Option<std::ops::Range<usize>> {
+        let start = *self.core.frag_shards.get(i as usize)? as usize;
+        let end = self
+            .core
+            .frag_shards
+            .get(i as usize + 1)
+            .map_or(self.n_docs(), |&d| d as usize);
+        Some(start..end)
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.core.header
+    }
+
+    pub fn n_docs(&self) -> usize {
+        self.core.doc_chunks.len()
+    }
+
+    pub fn n_chunks(&self) -> usize {
+        *self.first_chunk.last().unwrap_or(&0) as usize
+    }
+
+    /// Chunks of document `d`: (first, count).
+    pub fn doc_span(&self, d: u32) -> (u32, u32) {
+        (
+            self.first_chunk[d as usize],
+            self.core.doc_chunks[d as usize],
+        )
+    }
+
+    pub fn doc_of(&self, chunk: u32) -> u32 {
+        (self.first_chunk[..self.n_docs()].partition_point(|&f| f <= chunk) - 1) as u32
+    }
+
+    /// Document type and `YYYY-MM` of document `d`.
+    pub fn facet_keys(&self, d: u32) -> (&str, Option<&str>) {
+        let (t, m) = self.core.doc_facets[d as usize];
+        let month = (m > 0).then(|| self.core.months[m as usize - 1].as_str());
+        (self.core.doc_types[t as usize].as_str(), month)
+    }
+
+    /// The shard holding `term`'s postings, and the postings if it is loaded (`Ok(None)`:
+    /// loaded, and the term is not in the index).
+    pub fn postings(&self, term: &str) -> std::result::Result<Option<&ShardPostings>, ShardId> {
+        let i = self
+            .core
+            .lex_shards
+            .partition_point(|f| f.as_str() <= term)
+            .checked_sub(1);
+        let Some(i) = i else {
+            return Ok(None); // sorts before every term
+        };
+        let shard = self
+            .lexical
+            .get(&(i as u32))
+            .ok_or(ShardId::Lexical(i as u32))?;
+        Ok(shard
+            .terms
+            .binary_search_by(|t| t.as_str().cmp(term))
+            .ok()
+            .map(|k| &shard.postings[k]))
+    }
+
+    /// The fragment shard holding document `d`, and `d`'s position in it.
+    fn fragment_of(&self, d: u32) -> std::result::Result<(&FragShard, usize), ShardId> {
+        let i = self.core.frag_shards.partition_point(|&f| f <= d) - 1;
+        let frag = self
+            .fragments
+            .get(&(i as u32))
+            .ok_or(ShardId::Fragment(i as u32))?;
+        Ok((frag, (d - self.core.frag_shards[i]) as usize))
+    }
+
+    /// Metadata of document `d`.
+    pub fn document(&self, d: u32) -> std::result::Result<&Document, ShardId> {
+        if let Some(all) = &self.documents {
+            return Ok(&all[d as usize]);
+        }
+        let (frag, k) = self.fragment_of(d)?;
+        Ok(&frag.documents[k])
+    }
+
+    /// Metadata and text of `chunk`.
+    pub fn chunk(&self, chunk: u32) -> std::result::Result<(&ChunkMeta, &str), ShardId> {
+        let (frag, _) = self.fragment_of(self.doc_of(chunk))?;
+        let k = (chunk - frag.documents[0].first_chunk) as usize;
+        Ok((&frag.chunks[k], frag.texts[k].as_str()))
+    }
+
+    pub fn all_documents(&self) -> std::result::Result<&[Document], ShardId> {
+        self.documents.as_deref().ok_or(ShardId::Documents)
+    }
+
+    pub fn vocabulary(&self) -> std::result::Result<&Vocabulary, ShardId> {
+        self.vocabulary.as_ref().ok_or(ShardId::Vocabulary)
+    }
+}

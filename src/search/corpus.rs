@@ -1,0 +1,244 @@
+//! What the pipeline reads, whole or split. A whole bundle has everything; a split bundle has
+//! what the host has fetched so far. [`Corpus`] is one request's view of either: a read of a
+//! piece that is not loaded yet returns a placeholder and records the file it lives in, and
+//! [`Corpus::checkpoint`] (called between stages) turns the records into
+//! [`Error::FilesNeeded`], so the host fetches them all in one round and asks again. Answers
+//! never contain a placeholder: a request either completes on real data or names its files.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+
+use crate::analyze::Language;
+use crate::bundle::split::{ShardId, SplitBundle};
+use crate::bundle::{Bundle, ChunkMeta, Document, Header};
+use crate::error::{Error, Result};
+use crate::index::lexical;
+use crate::index::vector::VectorIndex;
+
+/// The engine's data.
+#[derive(Debug)]
+pub enum Data {
+    Whole(Bundle),
+    Split(SplitBundle),
+}
+
+static NO_DOCUMENT: Document = Document {
+    path: String::new(),
+    doc_id: String::new(),
+    title: String::new(),
+    description: None,
+    doc_type: String::new(),
+    date: None,
+    tags: Vec::new(),
+    lang: Language::En,
+    first_chunk: 0,
+    chunk_count: 0,
+};
+
+static NO_CHUNK: ChunkMeta = ChunkMeta {
+    doc: 0,
+    chunk_index: 0,
+    id: String::new(),
+    section_path: Vec::new(),
+    anchor: String::new(),
+    line_start: 0,
+    line_end: 0,
+};
+
+/// One request's view of the data.
+pub struct Corpus<'a> {
+    data: &'a Data,
+    missing: RefCell<BTreeSet<ShardId>>,
+}
+
+impl<'a> Corpus<'a> {
+    pub fn new(data: &'a Data) -> Corpus<'a> {
+        Corpus {
+            data,
+            missing: RefCell::new(BTreeSet::new()),
+        }
+    }
+
+    fn have<T>(&self, read: std::result::Result<T, ShardId>, placeholder: T) -> T {
+        read.unwrap_or_else(|shard| {
+            self.missing.borrow_mut().insert(shard);
+            placeholder
+        })
+    }
+
+    /// `Err(FilesNeeded)` when a read so far hit a piece that is not loaded.
+    pub fn checkpoint(&self) -> Result<()> {
+        let missing = self.missing.borrow();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(Error::FilesNeeded(
+            missing.iter().map(|s| s.file_name()).collect(),
+        ))
+    }
+
+    pub fn header(&self) -> &'a Header {
+        match self.data {
+            Data::Whole(b) => &b.header,
+            Data::Split(s) => s.header(),
+        }
+    }
+
+    pub fn whole(&self) -> Option<&'a Bundle> {
+        match self.data {
+            Data::Whole(b) => Some(b),
+            Data::Split(_) => None,
+        }
+    }
+
+    pub fn vectors(&self) -> Option<&'a VectorIndex> {
+        self.whole().and_then(|b| b.vectors.as_ref())
+    }
+
+    pub fn n_chunks(&self) -> usize {
+        match self.data {
+            Data::Whole(b) => b.docs.chunks.len(),
+            Data::Split(s) => s.n_chunks(),
+        }
+    }
+
+    pub fn n_docs(&self) -> usize {
+        match self.data {
+            Data::Whole(b) => b.docs.documents.len(),
+            Data::Split(s) => s.n_docs(),
+        }
+    }
+
+    pub fn doc_of(&self, chunk: u32) -> u32 {
+        match self.data {
+            Data::Whole(b) => b.docs.chunks[chunk as usize].doc,
+            Data::Split(s) => s.doc_of(chunk),
+        }
+    }
+
+    /// (first chunk, chunk count) of document `d`.
+    pub fn doc_span(&self, d: u32) -> (u32, u32) {
+        match self.data {
+            Data::Whole(b) => {
+                let doc = &b.docs.documents[d as usize];
+                (doc.first_chunk, doc.chunk_count)
+            }
+            Data::Split(s) => s.doc_span(d),
+        }
+    }
+
+    /// Document type and `YYYY-MM` of document `d` (what facets count).
+    pub fn facet_keys(&self, d: u32) -> (&'a str, Option<&'a str>) {
+        match self.data {
+            Data::Whole(b) => {
+                let doc = &b.docs.documents[d as usize];
+                (&doc.doc_type, doc.date.as_deref().and_then(|x| x.get(..7)))
+            }
+            Data::Split(s) => s.facet_keys(d),
+        }
+    }
+
+    pub fn document(&self, d: u32) -> &'a Document {
+        match self.data {
+            Data::Whole(b) => &b.docs.documents[d as usize],
+            Data::Split(s) => self.have(s.document(d), &NO_DOCUMENT),
+        }
+    }
+
+    pub fn chunk(&self, c: u32) -> &'a ChunkMeta {
+        match self.data {
+            Data::Whole(b) => &b.docs.chunks[c as usize],
+            Data::Split(s) => self.have(s.chunk(c).map(|x| x.0), &NO_CHUNK),
+        }
+    }
+
+    pub fn text(&self, c: u32) -> &'a str {
+        match self.data {
+            Data::Whole(b) => &b.text.texts[c as usize],
+            Data::Split(s) => self.have(s.chunk(c).map(|x| x.1), ""),
+        }
+    }
+
+    /// Every document (filters read them all).
+    pub fn all_documents(&self) -> &'a [Document] {
+        match self.data {
+            Data::Whole(b) => &b.docs.documents,
+            Data::Split(s) => self.have(s.all_documents(), &[]),
+        }
+    }
+
+    /// BM25 of every chunk holding a query term, in chunk order.
+    pub fn bm25(&self, terms: &[String]) -> Vec<(u32, f32)> {
+        match self.data {
+            Data::Whole(b) => b.lexical.score(&b.header.analyzer, terms),
+            Data::Split(s) => {
+                let lists: Vec<_> = lexical::unique(terms)
+                    .into_iter()
+                    .filter_map(|t| self.have(s.postings(t), None))
+                    .collect();
+                lexical::bm25(
+                    &s.header().analyzer,
+                    s.n_chunks(),
+                    s.core.avg_chunk_len,
+                    lists.into_iter().map(|p| (p.tfs.len(), p.iter())),
+                )
+            }
+        }
+    }
+
+    /// Number of chunks containing `term`.
+    pub fn doc_freq(&self, term: &str) -> usize {
+        match self.data {
+            Data::Whole(b) => b.lexical.doc_freq(term),
+            Data::Split(s) => self.have(s.postings(term), None).map_or(0, |p| p.tfs.len()),
+        }
+    }
+
+    /// What a chunk matching every distinct query term once, at average length, would score:
+    /// Σ idf. Dividing by it puts BM25 on a query-independent 0..1 scale (clamped; title
+    /// matches and repeated terms can exceed it).
+    pub fn ideal_score(&self, terms: &[String]) -> f32 {
+        let n = self.n_chunks();
+        lexical::unique(terms)
+            .into_iter()
+            .map(|t| lexical::bm25_idf(n, self.doc_freq(t)))
+            .sum()
+    }
+
+    /// The first `k` chunks (in chunk order) that contain `term`.
+    pub fn first_chunks_with(&self, term: &str, k: usize) -> Vec<u32> {
+        match self.data {
+            Data::Whole(b) => b.lexical.term_id(term).map_or_else(Vec::new, |i| {
+                b.lexical.postings[i].iter().take(k).map(|x| x.0).collect()
+            }),
+            Data::Split(s) => self
+                .have(s.postings(term), None)
+                .map_or_else(Vec::new, |p| p.iter().take(k).map(|x| x.0).collect()),
+        }
+    }
+
+    /// Every term of the index with its document frequency, in term order.
+    pub fn vocabulary(&self) -> Vec<(&'a str, usize)> {
+        match self.data {
+            Data::Whole(b) => b
+                .lexical
+                .terms
+                .iter()
+                .zip(&b.lexical.postings)
+                .map(|(t, p)| (t.as_str(), p.tfs.len()))
+                .collect(),
+            Data::Split(s) => match s.vocabulary() {
+                Ok(v) => v
+                    .terms
+                    .iter()
+                    .zip(&v.dfs)
+                    .map(|(t, &df)| (t.as_str(), df as usize))
+                    .collect(),
+                Err(shard) => {
+                    self.missing.borrow_mut().insert(shard);
+                    Vec::new()
+                }
+            },
+        }
+    }
+}

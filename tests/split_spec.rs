@@ -1,0 +1,293 @@
+//! The split layout (`index-builder split`): a bundle cut into a small core plus shards that a
+//! host fetches as queries need them. It must answer every request exactly as the whole
+//! bundle does, read only a little for a plain fulltext query, and refuse bad files.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use docloupe::bundle::split::{split, split_with, ShardSizes, CORE_FILE, WHOLE_FILE};
+use docloupe::{Engine, EngineOptions, Error, ErrorCode, ErrorResponse, SearchRequest};
+
+type Files = BTreeMap<String, Vec<u8>>;
+
+fn files_of(bytes: &[u8], sizes: ShardSizes) -> Files {
+    let bundle = docloupe::bundle::decode(bytes).unwrap();
+    split_with(&bundle, bytes, sizes)
+        .unwrap()
+        .into_iter()
+        .collect()
+}
+
+const TINY: ShardSizes = ShardSizes {
+    lexical: 1,
+    fragment: 1,
+};
+
+/// The contract's JSON line for `json`, timings zeroed.
+fn answer(engine: &mut Engine, json: &str, files: &Files, fetched: &mut Vec<String>) -> String {
+    let result = SearchRequest::from_json(json).and_then(|req| {
+        engine.search_fetching(&req, |name| {
+            fetched.push(name.to_owned());
+            files
+                .get(name)
+                .cloned()
+                .ok_or_else(|| Error::Internal(format!("no file {name}")))
+        })
+    });
+    match result {
+        Ok(mut r) => {
+            r.timings = Default::default();
+            serde_json::to_string(&r).unwrap()
+        }
+        Err(e) => serde_json::to_string(&ErrorResponse::from(e)).unwrap(),
+    }
+}
+
+fn requests() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/parity/requests.jsonl"
+    ))
+    .unwrap()
+    .lines()
+    .map(str::to_owned)
+    .collect();
+    // What the parity set does not stress: scope filters, context, misspellings, ties.
+    out.extend(
+        [
+            r#"{"mode": "fulltext", "query": "cache", "filters": {"sourcePrefix": "en/"}}"#,
+            r#"{"mode": "fulltext", "query": "кэш", "filters": {"documentTypes": ["md"], "tags": ["cache"]}}"#,
+            r#"{"mode": "fulltext", "query": "install", "filters": {"dateFrom": "2024-01-01"}, "includeContext": true}"#,
+            r#"{"mode": "fulltext", "query": "cache", "workspacePath": "en"}"#,
+            r#"{"mode": "fulltext", "query": "cahce sise", "includeContext": false}"#,
+            r#"{"mode": "fulltext", "query": "instal", "limit": 1}"#,
+            r#"{"mode": "fulltext", "query": "установкаа"}"#,
+            r#"{"mode": "fulltext", "query": "duplicate", "maxChunksPerDocument": 1}"#,
+            r#"{"mode": "fulltext", "query": "the the the"}"#,
+            r#"{"mode": "fulltext", "query": "zzzzqqq"}"#,
+            r#"{"mode": "fulltext", "query": "a"}"#,
+            r#"{"mode": "fulltext", "query": "cache", "projectId": "nope/nope"}"#,
+            r#"{"mode": "fulltext", "query": ""}"#,
+            r#"["cache"]"#,
+        ]
+        .map(str::to_owned),
+    );
+    out
+}
+
+#[test]
+fn a_split_bundle_answers_every_request_byte_for_byte_like_the_whole_one() {
+    let bytes = common::fixture_bundle();
+    for sizes in [ShardSizes::default(), TINY] {
+        for loading in [false, true] {
+            let options = EngineOptions {
+                models_loading: loading,
+                ..EngineOptions::default()
+            };
+            let whole = Engine::lexical(bytes)
+                .unwrap()
+                .with_options(options.clone());
+            let files = files_of(bytes, sizes);
+            let mut split = Engine::split(&files[CORE_FILE])
+                .unwrap()
+                .with_options(options);
+            let mut fetched = Vec::new();
+            let mut n = 0;
+            for json in requests() {
+                let expected = match whole.search_json(&json) {
+                    Ok(mut r) => {
+                        r.timings = Default::default();
+                        serde_json::to_string(&r).unwrap()
+                    }
+                    Err(e) => serde_json::to_string(&e).unwrap(),
+                };
+                // A fresh engine per request, so each one fetches what it needs itself …
+                let mut fresh = Engine::split(&files[CORE_FILE])
+                    .unwrap()
+                    .with_options(split.options().clone());
+                let got = answer(&mut fresh, &json, &files, &mut Vec::new());
+                assert_eq!(got, expected, "{sizes:?} loading={loading}: {json}");
+                // … and one engine for all, which accumulates files.
+                let got = answer(&mut split, &json, &files, &mut fetched);
+                assert_eq!(got, expected, "{sizes:?} loading={loading} (warm): {json}");
+                n += 1;
+            }
+            assert!(n >= 150, "{n} requests");
+            let unique: std::collections::BTreeSet<_> = fetched.iter().collect();
+            assert_eq!(unique.len(), fetched.len(), "a file was fetched twice");
+            assert!(!fetched.iter().any(|f| f == WHOLE_FILE));
+        }
+    }
+}
+
+#[test]
+fn a_plain_fulltext_query_reads_its_terms_and_its_results_in_two_rounds() {
+    let files = files_of(common::fixture_bundle(), TINY);
+    let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
+    let req =
+        SearchRequest::from_json(r#"{"mode": "fulltext", "query": "cache size", "limit": 3}"#)
+            .unwrap();
+    let mut rounds: Vec<Vec<String>> = Vec::new();
+    loop {
+        match engine.search(&req) {
+            Err(Error::FilesNeeded(names)) => {
+                for n in &names {
+                    engine.add_split_file(n, &files[n]).unwrap();
+                }
+                rounds.push(names);
+            }
+            Ok(r) => {
+                assert!(!r.results.is_empty());
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(rounds.len(), 2, "{rounds:?}");
+    // Round 1: the shards of the two terms; round 2: the fragments holding the results.
+    assert_eq!(rounds[0].len(), 2, "{rounds:?}");
+    assert!(
+        rounds[0].iter().all(|n| n.starts_with("lex-")),
+        "{rounds:?}"
+    );
+    assert!(
+        rounds[1].iter().all(|n| n.starts_with("frag-")),
+        "{rounds:?}"
+    );
+    assert!(rounds[1].len() <= 3, "{rounds:?}");
+    // Asking again reads nothing.
+    assert!(engine.search(&req).is_ok());
+}
+
+#[test]
+fn filters_read_the_document_table_and_misspellings_the_vocabulary() {
+    let files = files_of(common::fixture_bundle(), ShardSizes::default());
+    let needs = |json: &str| {
+        let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
+        let mut fetched = Vec::new();
+        answer(&mut engine, json, &files, &mut fetched);
+        fetched
+    };
+    let plain = needs(r#"{"mode": "fulltext", "query": "cache"}"#);
+    assert!(
+        !plain.iter().any(|f| f == "docs.bin" || f == "vocab.bin"),
+        "{plain:?}"
+    );
+    assert!(
+        needs(r#"{"mode": "fulltext", "query": "cache", "filters": {"tags": ["cache"]}}"#)
+            .contains(&"docs.bin".to_owned())
+    );
+    assert!(needs(r#"{"mode": "fulltext", "query": "cahce"}"#).contains(&"vocab.bin".to_owned()));
+}
+
+#[test]
+fn the_same_bundle_splits_into_the_same_files() {
+    let bytes = common::fixture_bundle();
+    let bundle = docloupe::bundle::decode(bytes).unwrap();
+    assert_eq!(
+        split(&bundle, bytes).unwrap(),
+        split(&bundle, bytes).unwrap()
+    );
+    let files = split(&bundle, bytes).unwrap();
+    assert_eq!(files[0].0, CORE_FILE);
+    assert_eq!(
+        files.last().unwrap(),
+        &(WHOLE_FILE.to_owned(), bytes.to_vec())
+    );
+}
+
+fn collection_unavailable(e: Error) -> String {
+    assert_eq!(e.code(), ErrorCode::DocsCollectionUnavailable, "{e}");
+    e.details().unwrap()["reason"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_bad_core_is_refused_with_a_typed_error() {
+    let files = files_of(common::fixture_bundle(), ShardSizes::default());
+    let core = &files[CORE_FILE];
+    for cut in (0..core.len()).step_by(7) {
+        let e = Engine::split(&core[..cut]).unwrap_err();
+        let reason = collection_unavailable(e);
+        assert!(
+            ["BundleTruncated", "ChecksumMismatch"].contains(&reason.as_str()),
+            "{cut}: {reason}"
+        );
+    }
+    for i in (0..core.len()).step_by(5) {
+        let mut bad = core.clone();
+        bad[i] ^= 0x20;
+        if let Err(e) = Engine::split(&bad) {
+            collection_unavailable(e);
+        }
+        // Flipping the version's high bits may only make the version newer, still an error.
+    }
+    let whole = common::fixture_bundle();
+    assert_eq!(
+        collection_unavailable(Engine::split(whole).unwrap_err()),
+        "NotABundle"
+    );
+    assert_eq!(
+        collection_unavailable(Engine::split(b"<html>not found</html>").unwrap_err()),
+        "NotABundle"
+    );
+}
+
+#[test]
+fn bad_shards_are_refused_and_leave_the_engine_working() {
+    let bytes = common::fixture_bundle();
+    let files = files_of(bytes, TINY);
+    let other = files_of(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/bundles/v1-fulltext.bundle"
+        ))
+        .unwrap(),
+        TINY,
+    );
+    let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
+    let shard = "lex-0.bin";
+    let good = &files[shard];
+    let mut attempts: Vec<(String, Vec<u8>, &str)> = vec![
+        (
+            shard.into(),
+            good[..good.len() - 1].to_vec(),
+            "ChecksumMismatch",
+        ),
+        (shard.into(), good[..10].to_vec(), "BundleTruncated"),
+        (shard.into(), other[shard].clone(), "Corrupt"),
+        ("lex-1.bin".into(), good.clone(), "Corrupt"),
+        ("lex-99999.bin".into(), good.clone(), "Corrupt"),
+        ("passwd".into(), good.clone(), "Corrupt"),
+        ("docs.bin".into(), files["vocab.bin"].clone(), "Corrupt"),
+    ];
+    for i in 0..good.len() {
+        let mut bad = good.clone();
+        bad[i] ^= 0x01;
+        attempts.push((shard.into(), bad, "ChecksumMismatch"));
+    }
+    for (name, bytes, reason) in attempts {
+        let e = engine.add_split_file(&name, &bytes).unwrap_err();
+        assert_eq!(collection_unavailable(e), reason, "{name}");
+    }
+    let mut fetched = Vec::new();
+    let got = answer(
+        &mut engine,
+        r#"{"mode": "fulltext", "query": "cache"}"#,
+        &files,
+        &mut fetched,
+    );
+    let whole = Engine::lexical(bytes).unwrap();
+    let mut expected = whole
+        .search(&SearchRequest::from_json(r#"{"mode": "fulltext", "query": "cache"}"#).unwrap())
+        .unwrap();
+    expected.timings = Default::default();
+    assert_eq!(got, serde_json::to_string(&expected).unwrap());
+}
+
+#[test]
+fn a_whole_bundle_engine_takes_no_split_files() {
+    let mut engine = Engine::lexical(common::fixture_bundle()).unwrap();
+    let e = engine.add_split_file("lex-0.bin", b"x").unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InternalError);
+}
