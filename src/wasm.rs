@@ -74,6 +74,23 @@ impl WasmEngine {
             .map_err(error_js)
     }
 
+    /// Opens a split bundle from its `core.bin` (`fulltext` only). A search then answers the
+    /// error object with `details.reason == "BundleFilesNeeded"` and `details.files` until
+    /// the host has added those files with `addFile`. Throws the contract's error object.
+    #[wasm_bindgen(js_name = openSplit)]
+    pub fn open_split(core: &[u8]) -> Result<WasmEngine, JsValue> {
+        Engine::split(core)
+            .map(|inner| WasmEngine { inner })
+            .map_err(error_js)
+    }
+
+    /// Adds one file of a split bundle, verified against the core. Throws the contract's
+    /// error object for a corrupt, truncated, misnamed or foreign file.
+    #[wasm_bindgen(js_name = addFile)]
+    pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), JsValue> {
+        self.inner.add_split_file(name, bytes).map_err(error_js)
+    }
+
     /// Loads the bundle's embedding model (ONNX + tokenizer.json bytes); they must be the
     /// model the bundle was built with. Throws the contract's error object.
     #[cfg(feature = "models")]
@@ -168,6 +185,7 @@ impl WasmEngine {
         let h = self.inner.header();
         to_js(&serde_json::json!({
             "build": build_kind(),
+            "split": self.inner.bundle().is_none(),
             "documents": h.counts.documents,
             "chunks": h.counts.chunks,
             "vectors": h.counts.vectors,

@@ -15,12 +15,10 @@
 //! ```
 //!
 //! Every shard file is `sha256(payload)` followed by `postcard(ShardFile)`, which names the
-//! bundle (`bundle_id`, the first 16 bytes of the whole bundle's sha256) and the shard, so a
+//! bundle (`bundle_id`, the whole bundle's sha256) and the shard, so a
 //! corrupt, truncated, misnamed or stale file is refused when it is added instead of
 //! answering wrongly. The split is a pure function of the bundle's bytes: same bundle, same
 //! files. Answers from a split bundle are byte-identical to the whole bundle's.
-
-use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -57,7 +55,7 @@ impl Default for ShardSizes {
 /// What a host loads first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Core {
-    pub bundle_id: [u8; 16],
+    pub bundle_id: [u8; 32],
     /// Size of the whole bundle (`bundle.bin`).
     pub bundle_bytes: u64,
     pub header: Header,
@@ -157,7 +155,7 @@ pub struct Vocabulary {
 
 #[derive(Serialize, Deserialize)]
 struct ShardFile<T> {
-    bundle_id: [u8; 16],
+    bundle_id: [u8; 32],
     shard: ShardId,
     body: T,
 }
@@ -178,7 +176,7 @@ fn decode_value<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
     Ok(value)
 }
 
-fn shard_file<T: Serialize>(bundle_id: [u8; 16], shard: ShardId, body: T) -> Result<Vec<u8>> {
+fn shard_file<T: Serialize>(bundle_id: [u8; 32], shard: ShardId, body: T) -> Result<Vec<u8>> {
     let payload = encode_value(
         &ShardFile {
             bundle_id,
@@ -204,8 +202,7 @@ pub fn split_with(
     bytes: &[u8],
     sizes: ShardSizes,
 ) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut bundle_id = [0u8; 16];
-    bundle_id.copy_from_slice(&Sha256::digest(bytes)[..16]);
+    let bundle_id: [u8; 32] = Sha256::digest(bytes).into();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut add = |shard: ShardId, file: Vec<u8>| files.push((shard.file_name(), file));
 
@@ -345,8 +342,10 @@ pub struct SplitBundle {
     pub core: Core,
     /// `first_chunk[d]` is document `d`'s first chunk; one extra entry holds the chunk count.
     first_chunk: Vec<u32>,
-    lexical: BTreeMap<u32, LexShard>,
-    fragments: BTreeMap<u32, FragShard>,
+    /// Loaded shards by number (a `Vec`, not a map: the lexical wasm build pays for every
+    /// generic collection it instantiates).
+    lexical: Vec<Option<LexShard>>,
+    fragments: Vec<Option<FragShard>>,
     documents: Option<Vec<Document>>,
     vocabulary: Option<Vocabulary>,
 }
@@ -417,11 +416,13 @@ impl SplitBundle {
         {
             return corrupt("shard boundaries are out of order");
         }
+        let lexical = (0..core.lex_shards.len()).map(|_| None).collect();
+        let fragments = (0..core.frag_shards.len()).map(|_| None).collect();
         Ok(SplitBundle {
             core,
             first_chunk,
-            lexical: BTreeMap::new(),
-            fragments: BTreeMap::new(),
+            lexical,
+            fragments,
             documents: None,
             vocabulary: None,
         })
@@ -435,12 +436,12 @@ impl SplitBundle {
             ShardId::Lexical(i) => {
                 let body: LexShard = self.open_shard(shard, bytes)?;
                 self.check_lexical(i, &body)?;
-                self.lexical.insert(i, body);
+                self.lexical[i as usize] = Some(body);
             }
             ShardId::Fragment(i) => {
                 let body: FragShard = self.open_shard(shard, bytes)?;
                 self.check_fragment(i, &body)?;
-                self.fragments.insert(i, body);
+                self.fragments[i as usize] = Some(body);
             }
             ShardId::Documents => {
                 let body: Vec<Document> = self.open_shard(shard, bytes)?;
@@ -600,10 +601,7 @@ impl SplitBundle {
         let Some(i) = i else {
             return Ok(None); // sorts before every term
         };
-        let shard = self
-            .lexical
-            .get(&(i as u32))
-            .ok_or(ShardId::Lexical(i as u32))?;
+        let shard = self.lexical[i].as_ref().ok_or(ShardId::Lexical(i as u32))?;
         Ok(shard
             .terms
             .binary_search_by(|t| t.as_str().cmp(term))
@@ -614,9 +612,8 @@ impl SplitBundle {
     /// The fragment shard holding document `d`, and `d`'s position in it.
     fn fragment_of(&self, d: u32) -> std::result::Result<(&FragShard, usize), ShardId> {
         let i = self.core.frag_shards.partition_point(|&f| f <= d) - 1;
-        let frag = self
-            .fragments
-            .get(&(i as u32))
+        let frag = self.fragments[i]
+            .as_ref()
             .ok_or(ShardId::Fragment(i as u32))?;
         Ok((frag, (d - self.core.frag_shards[i]) as usize))
     }

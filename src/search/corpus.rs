@@ -6,7 +6,6 @@
 //! never contain a placeholder: a request either completes on real data or names its files.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
 
 use crate::analyze::Language;
 use crate::bundle::split::{ShardId, SplitBundle};
@@ -48,22 +47,30 @@ static NO_CHUNK: ChunkMeta = ChunkMeta {
 /// One request's view of the data.
 pub struct Corpus<'a> {
     data: &'a Data,
-    missing: RefCell<BTreeSet<ShardId>>,
+    /// Files a read needed, in the order first needed.
+    missing: RefCell<Vec<ShardId>>,
 }
 
 impl<'a> Corpus<'a> {
     pub fn new(data: &'a Data) -> Corpus<'a> {
         Corpus {
             data,
-            missing: RefCell::new(BTreeSet::new()),
+            missing: RefCell::new(Vec::new()),
         }
     }
 
     fn have<T>(&self, read: std::result::Result<T, ShardId>, placeholder: T) -> T {
         read.unwrap_or_else(|shard| {
-            self.missing.borrow_mut().insert(shard);
+            self.need(shard);
             placeholder
         })
+    }
+
+    fn need(&self, shard: ShardId) {
+        let mut missing = self.missing.borrow_mut();
+        if !missing.contains(&shard) {
+            missing.push(shard);
+        }
     }
 
     /// `Err(FilesNeeded)` when a read so far hit a piece that is not loaded.
@@ -235,7 +242,7 @@ impl<'a> Corpus<'a> {
                     .map(|(t, &df)| (t.as_str(), df as usize))
                     .collect(),
                 Err(shard) => {
-                    self.missing.borrow_mut().insert(shard);
+                    self.need(shard);
                     Vec::new()
                 }
             },
