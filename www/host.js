@@ -6,8 +6,16 @@
 // fulltext at once. Then, in the background, the full build and the models load into a second
 // instance; until it replaces the first, semantic and hybrid requests are answered lexically
 // with `fallbackApplied: true, degradedReason: "models_loading"` (the engine's own flag).
+//
+// Split bundles (`index-builder split`; `bundle` is then the directory's URL, ending in "/"):
+// only core.bin is fetched at open. A search the lexical engine cannot finish yet answers
+// `BundleFilesNeeded` with the file names; the host fetches them (in parallel, each once),
+// adds them and asks again, so a query costs its terms' postings and its results' text.
+// The full instance loads the whole bundle.bin with the models.
 
 const PKG = new URL('./pkg/', import.meta.url);
+/** Fetch rounds per request before giving up (the engine's own bound, MAX_FETCH_ROUNDS). */
+const MAX_FETCH_ROUNDS = 6;
 
 /** The contract's error object, for failures that happen outside the engine. */
 export function contractError(errorCode, message, details) {
@@ -52,6 +60,16 @@ export async function loadBytes(source, field) {
   }
 }
 
+/** A split bundle's directory URL (a string or URL ending in "/"), else null. */
+function splitDirectory(bundle) {
+  if (typeof bundle !== 'string' && !(bundle instanceof URL)) return null;
+  const url = new URL(bundle, globalThis.location?.href ?? import.meta.url);
+  return url.pathname.endsWith('/') ? url : null;
+}
+
+const filesNeeded = (r) =>
+  r?.errorCode === 'DOCS_COLLECTION_UNAVAILABLE' && r.details?.reason === 'BundleFilesNeeded' ? r.details.files : null;
+
 /** One wasm build, instantiable again after a panic has spent an instance. */
 class Build {
   constructor(kind, wasmSource) {
@@ -80,11 +98,13 @@ class Instance {
     this.build = build;
     this.glue = glue;
     this.engine = engine;
+    this.files = new Set(); // split bundle files added to this instance
   }
 
-  static async create(build, bundle, setup) {
+  /** `open(glue)` makes the engine (and throws the contract error object). */
+  static async create(build, open, setup) {
     const glue = await build.instantiate();
-    const engine = new glue.Engine(bundle); // throws the contract error object
+    const engine = open(glue);
     await setup?.(engine);
     return new Instance(build, glue, engine);
   }
@@ -99,7 +119,10 @@ class Instance {
 }
 
 export class Host {
-  #bundle;
+  #bundle; // the whole bundle's bytes (null until loaded, for a split bundle)
+  #split = null; // a split bundle's directory URL
+  #core = null; // its core.bin
+  #fetching = new Map(); // file name → promise of its bytes, while in flight
   #lexical;
   #full;
   #current = null;
@@ -123,9 +146,12 @@ export class Host {
     }
     this.#lexical = new Build('lexical', wasm?.lexical);
     this.#full = new Build('full', wasm?.full);
-    const [bytes, glue] = await Promise.all([loadBytes(bundle, 'bundle'), this.#lexical.instantiate()]);
-    this.#bundle = bytes;
-    this.#current = new Instance(this.#lexical, glue, new glue.Engine(bytes));
+    this.#split = splitDirectory(bundle);
+    const source = this.#split ? new URL('core.bin', this.#split) : bundle;
+    const [bytes, glue] = await Promise.all([loadBytes(source, 'bundle'), this.#lexical.instantiate()]);
+    if (this.#split) this.#core = bytes;
+    else this.#bundle = bytes;
+    this.#current = new Instance(this.#lexical, glue, this.#openLexical(glue));
     const wantsModels = models !== undefined && models !== null && models !== false;
     const info = this.#current.engine.info();
     const canUseModels = wantsModels && info.embedding !== null && info.embedding !== undefined;
@@ -138,10 +164,20 @@ export class Host {
     return this.status();
   }
 
+  /** The lexical engine over whatever this host was opened with. */
+  #openLexical(glue) {
+    return this.#split ? glue.Engine.openSplit(this.#core) : new glue.Engine(this.#bundle);
+  }
+
   async #loadModels(models, started) {
     try {
-      this.#models = await fetchModels(models);
-      const full = await Instance.create(this.#full, this.#bundle, (e) => installModels(e, this.#models));
+      const [loaded, whole] = await Promise.all([
+        fetchModels(models),
+        this.#bundle ?? loadBytes(new URL('bundle.bin', this.#split), 'bundle'),
+      ]);
+      this.#models = loaded;
+      this.#bundle = whole;
+      const full = await Instance.create(this.#full, (g) => new g.Engine(whole), (e) => installModels(e, this.#models));
       if (this.#closed) return full.free();
       const lexical = this.#current;
       this.#current = full;
@@ -156,10 +192,52 @@ export class Host {
     }
   }
 
-  /** The contract: a request in, the response or the error object out. Never throws. */
-  search(request) {
-    if (this.#closed || !this.#current) return contractError('INTERNAL_ERROR', 'the engine is closed');
-    const instance = this.#current;
+  /**
+   * The contract: a request in, the response or the error object out. Never throws. Over a
+   * split bundle it fetches the files the request needs first.
+   */
+  async search(request) {
+    for (let round = 0; ; round++) {
+      if (this.#closed || !this.#current) return contractError('INTERNAL_ERROR', 'the engine is closed');
+      const instance = this.#current;
+      const response = this.#searchOnce(instance, request);
+      const files = this.#split ? filesNeeded(response) : null;
+      if (!files) return response;
+      if (round === MAX_FETCH_ROUNDS) {
+        return contractError('INTERNAL_ERROR', `the request still needed files after ${MAX_FETCH_ROUNDS} rounds`, {
+          reason: 'fetch_rounds',
+          files,
+        });
+      }
+      try {
+        await this.#addFiles(instance, files);
+      } catch (e) {
+        return asContractError(e);
+      }
+    }
+  }
+
+  /** Fetches `names` in parallel (a file already in flight for another request is shared). */
+  async #addFiles(instance, names) {
+    await Promise.all(
+      names.map(async (name) => {
+        let pending = this.#fetching.get(name);
+        if (!pending) {
+          pending = loadBytes(new URL(name, this.#split), `bundle file ${name}`);
+          this.#fetching.set(name, pending);
+          pending.finally(() => this.#fetching.delete(name)).catch(() => {});
+        }
+        const bytes = await pending;
+        // The instance may have been replaced meanwhile; the next round asks the new one.
+        if (instance === this.#current && !instance.files.has(name)) {
+          instance.engine.addFile(name, bytes); // throws the contract error object
+          instance.files.add(name);
+        }
+      }),
+    );
+  }
+
+  #searchOnce(instance, request) {
     try {
       return instance.engine.search(request);
     } catch (e) {
@@ -183,7 +261,9 @@ export class Host {
     // A full instance exists only once the models are in, so its models are at hand.
     const full = spent.build === this.#full;
     try {
-      const fresh = await Instance.create(spent.build, this.#bundle, (e) => (full ? installModels(e, this.#models) : undefined));
+      const fresh = full
+        ? await Instance.create(spent.build, (g) => new g.Engine(this.#bundle), (e) => installModels(e, this.#models))
+        : await Instance.create(spent.build, (g) => this.#openLexical(g));
       if (!full && this.#status.phase === 'loading-models') fresh.engine.setModelsLoading(true);
       if (this.#current === spent && !this.#closed) this.#current = fresh;
       else fresh.free();
@@ -216,6 +296,7 @@ export class Host {
     this.#current?.free();
     this.#current = null;
     this.#bundle = null;
+    this.#core = null;
     this.#models = null;
   }
 }
@@ -225,6 +306,7 @@ function safeInfo(engine) {
     const i = engine.info();
     return {
       build: i.build,
+      split: i.split,
       documents: i.documents,
       chunks: i.chunks,
       projectId: i.projectId ?? null,

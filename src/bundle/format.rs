@@ -162,6 +162,18 @@ fn decode_exact<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
 
 /// Decodes and validates a whole bundle.
 pub fn decode(bytes: &[u8]) -> Result<Bundle> {
+    decode_with(bytes, true)
+}
+
+/// Decodes a bundle for fulltext search only: the vectors section is checksum-verified but
+/// not decoded (`vectors` stays `None`; the header still says the bundle has them). The
+/// lexical wasm build can never use vectors, and decoding them would cost it memory, time
+/// and the HNSW decoder's code.
+pub fn decode_lexical(bytes: &[u8]) -> Result<Bundle> {
+    decode_with(bytes, false)
+}
+
+fn decode_with(bytes: &[u8], with_vectors: bool) -> Result<Bundle> {
     let (header, body_start) = decode_header(bytes)?;
     let find = |kind: SectionKind| header.sections.iter().find(|s| s.kind == kind);
     let required = |kind: SectionKind| {
@@ -189,6 +201,10 @@ pub fn decode(bytes: &[u8]) -> Result<Bundle> {
     let lexical: LexicalIndex = decode_section(bytes, body_start, required(SectionKind::Lexical)?)?;
     let text: TextSection = decode_section(bytes, body_start, required(SectionKind::Text)?)?;
     let vectors: Option<VectorIndex> = match find(SectionKind::Vectors) {
+        Some(entry) if !with_vectors => {
+            section_bytes(bytes, body_start, entry)?;
+            None
+        }
         Some(entry) => {
             let raw = section_bytes(bytes, body_start, entry)?;
             crate::index::vector::validate_graph_bytes(raw)?;
@@ -203,13 +219,13 @@ pub fn decode(bytes: &[u8]) -> Result<Bundle> {
         text,
         vectors,
     };
-    validate(&bundle)?;
+    validate(&bundle, with_vectors)?;
     Ok(bundle)
 }
 
 /// Cross-checks that would otherwise become out-of-bounds panics at query time. Checksums
 /// catch accidents; these catch a bundle that is well-formed but inconsistent.
-fn validate(b: &Bundle) -> Result<()> {
+fn validate(b: &Bundle, with_vectors: bool) -> Result<()> {
     let corrupt = |m: String| Err(Error::Corrupt(m));
     let n_docs = b.docs.documents.len();
     let n_chunks = b.docs.chunks.len();
@@ -261,16 +277,21 @@ fn validate(b: &Bundle) -> Result<()> {
             b.lexical.terms.len()
         ));
     }
-    match (&b.vectors, &b.header.embedding) {
-        (Some(v), Some(model)) => v.validate(n_chunks, model.dims as usize)?,
-        (None, None) => {}
-        (Some(_), None) => {
-            return corrupt("vectors present but no embedding model recorded".into())
-        }
-        (None, Some(_)) => return corrupt("embedding model recorded but vectors missing".into()),
+    let has_vectors = b
+        .header
+        .sections
+        .iter()
+        .any(|s| s.kind == SectionKind::Vectors);
+    match (has_vectors, &b.header.embedding) {
+        (true, None) => return corrupt("vectors present but no embedding model recorded".into()),
+        (false, Some(_)) => return corrupt("embedding model recorded but vectors missing".into()),
+        _ => {}
     }
-    if b.header.flags.hybrid != b.vectors.is_some() {
+    if b.header.flags.hybrid != has_vectors {
         return corrupt("hybrid flag disagrees with the vectors section".into());
+    }
+    if let (true, Some(v), Some(model)) = (with_vectors, &b.vectors, &b.header.embedding) {
+        v.validate(n_chunks, model.dims as usize)?;
     }
     Ok(())
 }

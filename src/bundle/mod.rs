@@ -22,7 +22,8 @@ mod model;
 pub mod split;
 
 pub use format::{
-    decode, decode_header, decode_section, encode, section_bytes, HEADER_START, MAGIC,
+    decode, decode_header, decode_lexical, decode_section, encode, section_bytes, HEADER_START,
+    MAGIC,
 };
 pub use model::*;
 

@@ -99,6 +99,11 @@ impl<'a> Corpus<'a> {
     }
 
     pub fn vectors(&self) -> Option<&'a VectorIndex> {
+        // A build without models never embeds a query (and never decodes vectors): saying so
+        // here lets the compiler drop vector search from the lexical wasm build.
+        if cfg!(not(feature = "models")) {
+            return None;
+        }
         self.whole().and_then(|b| b.vectors.as_ref())
     }
 

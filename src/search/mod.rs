@@ -99,6 +99,10 @@ impl Engine {
     /// Decodes `bytes` with no models: `fulltext` only (semantic and hybrid requests are
     /// refused as with a missing model). The lexical-only build has just this.
     pub fn lexical(bytes: &[u8]) -> Result<Engine> {
+        // Without the models feature no embedder can ever be installed: skip the vectors.
+        #[cfg(not(feature = "models"))]
+        let bundle = bundle::decode_lexical(bytes)?;
+        #[cfg(feature = "models")]
         let bundle = bundle::decode(bytes)?;
         Ok(Engine::assemble(Data::Whole(bundle)))
     }

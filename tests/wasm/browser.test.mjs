@@ -28,6 +28,7 @@ before(async () => {
   flipped[flipped.length - 5] ^= 0xff;
   fs.writeFileSync(path.join(site, 'corrupt.bundle'), flipped);
   fs.copyFileSync(path.join(ROOT, 'tests/parity/requests.jsonl'), path.join(site, 'requests.jsonl'));
+  fs.cpSync(env('DOCLOUPE_SPLIT'), path.join(site, 'split'), { recursive: true });
   server = await startServer({
     '/': site,
     '/www/': { dir: path.join(ROOT, 'www'), compress: false },
@@ -91,6 +92,29 @@ test('in a Web Worker: fulltext at once, hybrid flagged while models load, then 
   const report = compareResponses(out.answers, native);
   assert.deepEqual(report.different.map((d) => `#${d.i} at ${d.where}`), []);
   console.log(`chromium worker: ${report.same} identical, ${report.close} equal up to model rounding (max |Δ| ${report.worst.toExponential(2)})`);
+  await page.context().close();
+});
+
+test('a split bundle in a Worker: open reads core.bin, a query reads a few small files, answers equal the whole bundle', async () => {
+  page = await freshPage();
+  server.reset();
+  const out = await page.evaluate(async () => {
+    const { Docloupe } = await import('/www/docloupe.js');
+    const split = await Docloupe.open({ bundle: '/split/' });
+    const whole = await Docloupe.open({ bundle: '/docs.bundle' });
+    const requests = (await (await fetch('/requests.jsonl')).text()).split('\n').filter((l) => l.trim()).map((l) => ({ ...JSON.parse(l), mode: 'fulltext' }));
+    const strip = (r) => JSON.stringify({ ...r, timings: undefined });
+    const differing = [];
+    for (const r of requests) if (strip(await split.search(r)) !== strip(await whole.search(r))) differing.push(r);
+    return { differing, thread: split.thread, count: requests.length };
+  });
+  assert.equal(out.thread, 'worker');
+  assert.deepEqual(out.differing, []);
+  assert.ok(out.count >= 100);
+  const files = server.stats().list.map((f) => f.url).filter((u) => u.startsWith('/split/'));
+  assert.ok(files.includes('/split/core.bin'));
+  assert.ok(!files.includes('/split/bundle.bin'), 'the whole bundle is not fetched for fulltext');
+  assert.equal(new Set(files).size, files.length, `a file was fetched twice: ${files}`);
   await page.context().close();
 });
 

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Docloupe } from '../../www/docloupe.js';
@@ -103,4 +104,62 @@ test('a model of the wrong kind fails loading, typed; fulltext keeps working and
   assert.equal((await engine.search({ query: 'cache size', mode: 'fulltext' })).results[0].documentPath, 'en/caching.md');
   assert.equal((await engine.search({ query: 'cache size' })).errorCode, 'DOCS_RERANKING_UNAVAILABLE');
   engine.close();
+});
+
+test('a split bundle answers every request exactly as the whole bundle, fetching files as needed', async () => {
+  const split = pathToFileURL(env('DOCLOUPE_SPLIT') + '/');
+  const whole = await Docloupe.open({ bundle: fs.readFileSync(bundlePath) });
+  const engine = await Docloupe.open({ bundle: split });
+  assert.equal(engine.status().split, true);
+  assert.equal(engine.status().documents, whole.status().documents);
+  const lines = fs.readFileSync(path.resolve('tests/parity/requests.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
+  // The parity set, plus each of its queries as fulltext and the paths it does not cover.
+  const requests = lines.map((l) => JSON.parse(l));
+  requests.push(...requests.map((r) => ({ ...r, mode: 'fulltext' })));
+  requests.push(
+    { query: 'cache', mode: 'fulltext', filters: { tags: ['cache'] } },
+    { query: 'cahce', mode: 'fulltext' },
+    { query: 'кэш', mode: 'fulltext', workspacePath: 'ru' },
+  );
+  const strip = (r) => JSON.stringify({ ...r, timings: undefined });
+  for (const r of requests) {
+    assert.equal(strip(await engine.search(r)), strip(await whole.search(r)), JSON.stringify(r));
+  }
+  whole.close();
+  engine.close();
+});
+
+test('a split bundle loads bundle.bin with the models; a missing or corrupt file is a contract error', async () => {
+  const dir = env('DOCLOUPE_SPLIT');
+  const engine = await Docloupe.open({ bundle: pathToFileURL(dir + '/'), models });
+  const ready = await engine.ready;
+  assert.equal(ready.phase, 'ready', JSON.stringify(ready.error));
+  assert.equal(ready.split, false); // the full instance holds the whole bundle
+  assert.ok((await engine.search({ query: 'how big can the cache be' })).results.every((r) => r.rankingSignals.rerank > 0));
+  engine.close();
+
+  const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'docloupe-split-'));
+  for (const f of fs.readdirSync(dir)) fs.copyFileSync(path.join(dir, f), path.join(copy, f));
+  const lex = fs.readdirSync(copy).filter((f) => f.startsWith('lex-'));
+  for (const f of lex) fs.rmSync(path.join(copy, f));
+  const frag = fs.readdirSync(copy).filter((f) => f.startsWith('frag-'));
+  for (const f of frag) {
+    const b = fs.readFileSync(path.join(copy, f));
+    b[b.length - 1] ^= 0x01;
+    fs.writeFileSync(path.join(copy, f), b);
+  }
+  const broken = await Docloupe.open({ bundle: pathToFileURL(copy + '/') });
+  const missing = await broken.search({ query: 'cache', mode: 'fulltext' });
+  assert.equal(missing.errorCode, 'DOCS_COLLECTION_UNAVAILABLE', JSON.stringify(missing));
+  assert.equal(missing.details.reason, 'fetch_failed');
+  for (const f of lex) fs.copyFileSync(path.join(dir, f), path.join(copy, f));
+  const corrupt = await broken.search({ query: 'cache', mode: 'fulltext' });
+  assert.equal(corrupt.errorCode, 'DOCS_COLLECTION_UNAVAILABLE', JSON.stringify(corrupt));
+  assert.equal(corrupt.details.reason, 'ChecksumMismatch');
+  for (const f of frag) fs.copyFileSync(path.join(dir, f), path.join(copy, f));
+  assert.equal((await broken.search({ query: 'cache', mode: 'fulltext' })).results[0].documentPath, 'en/caching.md');
+  broken.close();
+  fs.rmSync(copy, { recursive: true, force: true });
+  const e = await rejection(Docloupe.open({ bundle: pathToFileURL('/nonexistent/split/') }));
+  assert.equal(e.errorCode, 'DOCS_COLLECTION_UNAVAILABLE');
 });

@@ -23,10 +23,12 @@ WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver} \
 
 target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bundle" \
   --model "$MODEL_DIR" --quiet >/dev/null
+target/release/index-builder split "$work/fixtures.bundle" --out "$work/fixtures.split" >/dev/null
 target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
   --reranker "$RERANKER_DIR" --jsonl < tests/parity/requests.jsonl > "$work/native.jsonl"
 echo "== JS suites: Node and headless Chromium"
-DOCLOUPE_PKG=www/pkg DOCLOUPE_BUNDLE="$work/fixtures.bundle" DOCLOUPE_MODEL_DIR="$MODEL_DIR" \
+DOCLOUPE_PKG=www/pkg DOCLOUPE_BUNDLE="$work/fixtures.bundle" DOCLOUPE_SPLIT="$work/fixtures.split" \
+  DOCLOUPE_MODEL_DIR="$MODEL_DIR" \
   DOCLOUPE_RERANKER_DIR="$RERANKER_DIR" DOCLOUPE_NATIVE="$work/native.jsonl" \
   node --test --test-concurrency=1 tests/wasm/api.test.mjs tests/wasm/js_api.test.mjs tests/wasm/browser.test.mjs
 echo "== parity: native vs wasm (Node)"
