@@ -156,3 +156,43 @@ fn corrupt_truncated_and_foreign_bundles_are_typed_errors() {
         assert!(err["details"]["reason"].is_string(), "{err}");
     }
 }
+
+/// A split bundle through the bindings: `openSplit(core)`, searches that name their files,
+/// `addFile` for each, then the whole bundle's exact answer; bad files throw the error object.
+#[wasm_bindgen_test]
+fn a_split_bundle_names_its_files_and_then_answers_like_the_whole_one() {
+    let bundle = docloupe::bundle::decode(BUNDLE).unwrap();
+    let files = docloupe::bundle::split::split(&bundle, BUNDLE).unwrap();
+    let file = |name: &str| &files.iter().find(|(n, _)| n == name).unwrap().1;
+    let mut split = WasmEngine::open_split(file("core.bin")).unwrap();
+    assert_eq!(value(split.info())["split"], true);
+    let request = r#"{"query": "cache size", "mode": "fulltext"}"#;
+    let mut rounds = 0;
+    let answer = loop {
+        let r: Value = serde_json::from_str(&split.search_json(request)).unwrap();
+        if r["details"]["reason"] != "BundleFilesNeeded" {
+            break r;
+        }
+        assert_eq!(r["errorCode"], "DOCS_COLLECTION_UNAVAILABLE");
+        for name in r["details"]["files"].as_array().unwrap() {
+            let name = name.as_str().unwrap();
+            split.add_file(name, file(name)).unwrap();
+        }
+        rounds += 1;
+    };
+    assert_eq!(rounds, 2);
+    let whole: Value = serde_json::from_str(&engine().search_json(request)).unwrap();
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("timings");
+        v
+    };
+    assert_eq!(strip(answer), strip(whole));
+
+    let bad = split
+        .add_file("lex-0.bin", &file("lex-0.bin")[1..])
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(value(bad)["details"]["reason"], "ChecksumMismatch");
+    let foreign = WasmEngine::open_split(BUNDLE).map(|_| ()).unwrap_err();
+    assert_eq!(value(foreign)["details"]["reason"], "NotABundle");
+}

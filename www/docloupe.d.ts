@@ -22,6 +22,11 @@ export interface ModelSources {
 }
 
 export interface OpenOptions {
+  /**
+   * The bundle file (URL or bytes), or a split bundle's directory (a URL ending in "/", from
+   * `index-builder split`): then only core.bin is fetched at open and each search fetches the
+   * shards it needs.
+   */
   bundle: Source;
   /** Loaded in the background after the lexical engine answers; omit for fulltext only. */
   models?: ModelSources | false;
@@ -38,6 +43,8 @@ export interface EngineStatus {
   /** loading-models: fulltext is served; semantic/hybrid are answered lexically, flagged. */
   phase: Phase;
   build: 'lexical' | 'full';
+  /** The engine serving now reads a split bundle (the lexical build over a split directory). */
+  split: boolean;
   documents: number;
   chunks: number;
   projectId: string | null;

@@ -11,12 +11,23 @@ const WWW = path.resolve(HERE, '../../../www');
 
 const summary = (xs) => ({ medianMs: median(xs), p95Ms: percentile(xs, 95) });
 
-export async function benchDocloupe({ browser, bundlePath, modelDir, rerankerDir, queries, brotliCacheDir, timeoutMs = 900_000 }) {
+/**
+ * The fetch rounds a split bundle's first query took after open: its files in request order,
+ * grouped by kind (lexical shards, then fragments, then any other), as the engine's stages
+ * ask for them.
+ */
+function dataRounds(list) {
+  const kinds = list.map((r) => path.basename(r.url)).filter((f) => /^(lex|frag)-|^(docs|vocab)\.bin$/.test(f)).map((f) => f.split(/[-.]/)[0]);
+  return kinds.filter((k, i) => i === 0 || k !== kinds[i - 1]).length;
+}
+
+export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, rerankerDir, queries, brotliCacheDir, timeoutMs = 900_000 }) {
   const server = await startServer(
     {
       '/bench/': path.join(HERE, 'pages'),
       '/www/': WWW,
       '/data/': path.dirname(bundlePath),
+      '/split/': splitDir,
       // Served as they are, as for onnxruntime-web: int8 weights barely compress.
       '/models/': { dir: modelDir, compress: false },
       '/reranker/': { dir: rerankerDir, compress: false },
@@ -46,19 +57,35 @@ export async function benchDocloupe({ browser, bundlePath, modelDir, rerankerDir
     return out;
   };
   try {
-    // 1. Fulltext only: what a first visit costs until the first result, then warm queries.
+    // 1. The whole bundle, fulltext only: what a first visit costs until the first result.
+    const w = await visit();
+    await w.call('benchOpen', { bundle, worker: true }, 'open');
+    const wholeFirst = await w.call('benchSearch', { query: queries[0], mode: 'fulltext' }, 'first query');
+    const wholeCold = server.stats();
+    await w.context.close();
+
+    // 2. The split bundle, fulltext only: the first result, then each query cold (fetching
+    //    its own files), then all of them again warm (their files already in the engine).
     const a = await visit();
-    const opened = await a.call('benchOpen', { bundle, worker: true }, 'open');
+    const opened = await a.call('benchOpen', { bundle: '/split/', worker: true }, 'open');
     const first = await a.call('benchSearch', { query: queries[0], mode: 'fulltext' }, 'first query');
     const cold = server.stats();
+    const perQueryBytes = [];
+    const fulltextCold = [];
+    for (const query of queries.slice(1)) {
+      server.reset();
+      fulltextCold.push({ query, ...(await a.call('benchSearch', { query, mode: 'fulltext' }, query)) });
+      const s = server.stats();
+      perQueryBytes.push({ bytes: s.bytes, requests: s.requests });
+    }
     server.reset();
     const fulltext = await run(a.call, { mode: 'fulltext' });
-    const later = server.stats();
+    const warmBytes = server.stats().bytes;
     await a.context.close();
 
-    // 2. With the models: fulltext first, the models in the background, then hybrid.
+    // 3. With the models: fulltext first, the models and bundle.bin in the background, then hybrid.
     const b = await visit();
-    await b.call('benchOpen', { bundle, models, worker: true }, 'open with models');
+    await b.call('benchOpen', { bundle: '/split/', models, worker: true }, 'open with models');
     const early = await b.call('benchSearch', { query: queries[0] }, 'hybrid while loading');
     const ready = await b.call('benchReady', null, 'models');
     const withModels = server.stats();
@@ -72,8 +99,15 @@ export async function benchDocloupe({ browser, bundlePath, modelDir, rerankerDir
 
     return {
       thread: opened.thread,
-      cold: { bytes: cold.bytes, requests: cold.requests, list: cold.list, firstResultMs: first.sinceNavigationMs, openMs: opened.openMs },
-      fulltext: { ...summary(fulltext.map((r) => r.ms)), engine: summary(fulltext.map((r) => r.timings.totalMs)), bytesAfterFirst: later.bytes },
+      whole: { bytes: wholeCold.bytes, requests: wholeCold.requests, firstResultMs: wholeFirst.sinceNavigationMs },
+      cold: { bytes: cold.bytes, requests: cold.requests, list: cold.list, rounds: dataRounds(cold.list), firstResultMs: first.sinceNavigationMs, openMs: opened.openMs },
+      later: {
+        medianBytes: median(perQueryBytes.map((q) => q.bytes)),
+        p95Bytes: percentile(perQueryBytes.map((q) => q.bytes), 95),
+        medianRequests: median(perQueryBytes.map((q) => q.requests)),
+        ...summary(fulltextCold.map((r) => r.ms)),
+      },
+      fulltext: { ...summary(fulltext.map((r) => r.ms)), engine: summary(fulltext.map((r) => r.timings.totalMs)), bytesWarm: warmBytes },
       models: {
         earlyHybrid: { fallbackApplied: early.fallbackApplied, degradedReason: early.degradedReason, ms: early.ms },
         readyMs: ready.sinceNavigationMs,
