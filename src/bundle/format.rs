@@ -15,7 +15,7 @@ pub const MAGIC: &[u8; 8] = b"DOCLOUPE";
 /// Where the header bytes begin (magic + version + length + sha256).
 pub const HEADER_START: usize = 8 + 4 + 4 + 32;
 
-fn to_bytes<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>> {
+pub(super) fn to_bytes<T: Serialize + ?Sized>(value: &T, what: &str) -> Result<Vec<u8>> {
     postcard::to_allocvec(value).map_err(|e| Error::Encode(format!("{what}: {e}")))
 }
 
@@ -61,29 +61,7 @@ pub fn encode(bundle: &Bundle) -> Result<Vec<u8>> {
 /// Reads and verifies the fixed prefix and the header. Returns the header and the offset
 /// where sections begin.
 pub fn decode_header(bytes: &[u8]) -> Result<(Header, usize)> {
-    let magic_len = bytes.len().min(MAGIC.len());
-    if bytes[..magic_len] != MAGIC[..magic_len] {
-        return Err(Error::BadMagic);
-    }
-    if bytes.len() < HEADER_START {
-        return Err(Error::BundleTruncated(format!(
-            "{} bytes, the fixed prefix alone is {HEADER_START}",
-            bytes.len()
-        )));
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version > FORMAT_VERSION {
-        return Err(Error::NewerFormat {
-            found: version,
-            supported: FORMAT_VERSION,
-        });
-    }
-    if version < OLDEST_FORMAT_VERSION {
-        return Err(Error::OlderFormat {
-            found: version,
-            oldest: OLDEST_FORMAT_VERSION,
-        });
-    }
+    check_prefix(bytes, MAGIC, HEADER_START)?;
     let header_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
     let body_start = HEADER_START
         .checked_add(header_len)
@@ -148,7 +126,37 @@ pub fn section_bytes<'a>(
     Ok(section)
 }
 
-fn decode_exact<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+/// Checks what every docloupe file starts with: `magic` (`BadMagic`), at least `prefix` bytes
+/// (`BundleTruncated`), then a u32 LE format version this engine reads.
+pub(super) fn check_prefix(bytes: &[u8], magic: &[u8; 8], prefix: usize) -> Result<()> {
+    let magic_len = bytes.len().min(magic.len());
+    if bytes[..magic_len] != magic[..magic_len] {
+        return Err(Error::BadMagic);
+    }
+    if bytes.len() < prefix {
+        return Err(Error::BundleTruncated(format!(
+            "{} bytes, the fixed prefix alone is {prefix}",
+            bytes.len()
+        )));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version > FORMAT_VERSION {
+        return Err(Error::NewerFormat {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    if version < OLDEST_FORMAT_VERSION {
+        return Err(Error::OlderFormat {
+            found: version,
+            oldest: OLDEST_FORMAT_VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// Postcard-decodes all of `bytes` (trailing bytes are corruption too).
+pub(super) fn decode_exact<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
     let (value, rest) =
         postcard::take_from_bytes(bytes).map_err(|e| Error::Corrupt(format!("{what}: {e}")))?;
     if !rest.is_empty() {

@@ -24,6 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::format::{check_prefix, decode_exact, to_bytes};
 use super::model::{Bundle, ChunkMeta, Document, Header};
 use super::FORMAT_VERSION;
 use crate::error::{Error, Result};
@@ -160,24 +161,8 @@ struct ShardFile<T> {
     body: T,
 }
 
-fn encode_value<T: Serialize + ?Sized>(value: &T, what: &str) -> Result<Vec<u8>> {
-    postcard::to_allocvec(value).map_err(|e| Error::Encode(format!("{what}: {e}")))
-}
-
-fn decode_value<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
-    let (value, rest) =
-        postcard::take_from_bytes(bytes).map_err(|e| Error::Corrupt(format!("{what}: {e}")))?;
-    if !rest.is_empty() {
-        return Err(Error::Corrupt(format!(
-            "{what}: {} trailing bytes",
-            rest.len()
-        )));
-    }
-    Ok(value)
-}
-
 fn shard_file<T: Serialize>(bundle_id: [u8; 32], shard: ShardId, body: T) -> Result<Vec<u8>> {
-    let payload = encode_value(
+    let payload = to_bytes(
         &ShardFile {
             bundle_id,
             shard,
@@ -233,7 +218,7 @@ pub fn split_with(
             tfs: p.tfs.clone(),
             lens: p.iter().map(|(c, _)| lengths[c as usize]).collect(),
         };
-        size += term.len() + encode_value(&postings, "postings")?.len();
+        size += term.len() + to_bytes(&postings, "postings")?.len();
         current.terms.push(term.clone());
         current.postings.push(postings);
         if size >= sizes.lexical {
@@ -252,9 +237,9 @@ pub fn split_with(
     let mut size = 0;
     for (d, doc) in docs.documents.iter().enumerate() {
         let chunks = doc.first_chunk as usize..(doc.first_chunk + doc.chunk_count) as usize;
-        size += encode_value(doc, "document")?.len()
-            + encode_value(&docs.chunks[chunks.clone()], "chunks")?.len()
-            + encode_value(&bundle.text.texts[chunks], "texts")?.len();
+        size += to_bytes(doc, "document")?.len()
+            + to_bytes(&docs.chunks[chunks.clone()], "chunks")?.len()
+            + to_bytes(&bundle.text.texts[chunks], "texts")?.len();
         if size >= sizes.fragment || d + 1 == docs.documents.len() {
             let range = start..d + 1;
             let first = docs.documents[start].first_chunk as usize;
@@ -318,7 +303,7 @@ pub fn split_with(
         lex_shards,
         frag_shards,
     };
-    let payload = encode_value(&core, "core")?;
+    let payload = to_bytes(&core, "core")?;
     let mut core_file = SPLIT_MAGIC.to_vec();
     core_file.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     core_file.extend_from_slice(&Sha256::digest(&payload));
@@ -354,36 +339,14 @@ impl SplitBundle {
     /// Reads and verifies `core.bin`.
     pub fn open(bytes: &[u8]) -> Result<SplitBundle> {
         const PREFIX: usize = 8 + 4 + 32;
-        let magic_len = bytes.len().min(SPLIT_MAGIC.len());
-        if bytes[..magic_len] != SPLIT_MAGIC[..magic_len] {
-            return Err(Error::BadMagic);
-        }
-        if bytes.len() < PREFIX {
-            return Err(Error::BundleTruncated(format!(
-                "core of {} bytes, the fixed prefix alone is {PREFIX}",
-                bytes.len()
-            )));
-        }
-        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version > FORMAT_VERSION {
-            return Err(Error::NewerFormat {
-                found: version,
-                supported: FORMAT_VERSION,
-            });
-        }
-        if version < super::OLDEST_FORMAT_VERSION {
-            return Err(Error::OlderFormat {
-                found: version,
-                oldest: super::OLDEST_FORMAT_VERSION,
-            });
-        }
+        check_prefix(bytes, SPLIT_MAGIC, PREFIX)?;
         let payload = &bytes[PREFIX..];
         if Sha256::digest(payload).as_slice() != &bytes[12..44] {
             return Err(Error::ChecksumMismatch {
                 part: CORE_FILE.into(),
             });
         }
-        let core: Core = decode_value(payload, CORE_FILE)?;
+        let core: Core = decode_exact(payload, CORE_FILE)?;
         let corrupt = |m: &str| Err(Error::Corrupt(format!("{CORE_FILE}: {m}")));
         let counts = core.header.counts;
         let n_docs = core.doc_chunks.len();
@@ -485,7 +448,7 @@ impl SplitBundle {
         if Sha256::digest(payload).as_slice() != sum {
             return Err(Error::ChecksumMismatch { part: name });
         }
-        let file: ShardFile<T> = decode_value(payload, &name)?;
+        let file: ShardFile<T> = decode_exact(payload, &name)?;
         if file.bundle_id != self.core.bundle_id {
             return Err(self.corrupt(shard, "belongs to a different bundle than core.bin"));
         }
