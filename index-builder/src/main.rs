@@ -50,6 +50,12 @@ enum Command {
         /// Directory to write.
         #[arg(long)]
         out: PathBuf,
+        /// A lexical shard closes at this many bytes of terms and postings.
+        #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().lexical, hide = true)]
+        lexical_shard_bytes: usize,
+        /// A fragment shard closes at this many bytes of documents.
+        #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().fragment, hide = true)]
+        fragment_shard_bytes: usize,
     },
 }
 
@@ -100,7 +106,19 @@ fn main() -> ExitCode {
         Command::Build(args) => build(args),
         Command::Inspect { bundle } => inspect(&bundle),
         Command::Dump { bundle } => dump(&bundle),
-        Command::Split { bundle, out } => split(&bundle, &out),
+        Command::Split {
+            bundle,
+            out,
+            lexical_shard_bytes,
+            fragment_shard_bytes,
+        } => split(
+            &bundle,
+            &out,
+            docloupe::bundle::split::ShardSizes {
+                lexical: lexical_shard_bytes,
+                fragment: fragment_shard_bytes,
+            },
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -170,10 +188,14 @@ fn inspect(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn split(path: &std::path::Path, out: &std::path::Path) -> Result<()> {
+fn split(
+    path: &std::path::Path,
+    out: &std::path::Path,
+    sizes: docloupe::bundle::split::ShardSizes,
+) -> Result<()> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let bundle = docloupe::bundle::decode(&bytes)?;
-    let files = docloupe::bundle::split::split(&bundle, &bytes)?;
+    let files = docloupe::bundle::split::split_with(&bundle, &bytes, sizes)?;
     build::write_dir_atomically(out, &files)?;
     let size = |prefix: &str| -> Vec<usize> {
         files

@@ -43,12 +43,15 @@ pub struct ShardSizes {
 }
 
 impl Default for ShardSizes {
-    /// Small enough that a typical query reads a few tens of KB; large enough that the core's
-    /// shard tables stay small (a 10k-document bundle: ~270 lexical and ~2,900 fragment shards).
+    /// Measured on the 10k-document cpp-docs bundle with the bench's 40 queries
+    /// (`examples/split_cost`, brotli 11), cold data per query, median / first query:
+    /// 24 KB + 8 KB shards 88 / 87 KB (core 13.7 KB); 8 + 8: 62 / 64; **8 + 4: 50 / 62 (core
+    /// 16.6 KB, ~5,000 files)**; 4 + 2: 42 / 52 (core 19.9 KB, ~7,200 files, more requests
+    /// per query for little).
     fn default() -> Self {
         ShardSizes {
-            lexical: 24 * 1024,
-            fragment: 8 * 1024,
+            lexical: 8 * 1024,
+            fragment: 4 * 1024,
         }
     }
 }
