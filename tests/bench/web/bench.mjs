@@ -61,13 +61,10 @@ function ensureBundle(mdDir) {
   return bundle;
 }
 
-/** The bundle's split layout (`index-builder split`, a few seconds), rebuilt when the bundle changes. */
+/** The bundle's split layout, cut anew each run (a few seconds) so it follows the builder's shard sizes. */
 function ensureSplit(bundle) {
   const dir = path.join(WORK, 'cpp-docs.split');
-  const whole = path.join(dir, 'bundle.bin');
-  if (!fs.existsSync(whole) || fs.statSync(whole).mtimeMs < fs.statSync(bundle).mtimeMs) {
-    execFileSync(path.join(ROOT, 'target/release/index-builder'), ['split', bundle, '--out', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
-  }
+  execFileSync(path.join(ROOT, 'target/release/index-builder'), ['split', bundle, '--out', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
   return dir;
 }
 
