@@ -131,16 +131,10 @@ pub struct ShardPostings {
 impl ShardPostings {
     /// (chunk, weighted tf, chunk length) in chunk order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
-        let mut chunk = 0u32;
-        self.chunk_deltas
-            .iter()
+        lexical::chunks(&self.chunk_deltas)
             .zip(&self.tfs)
             .zip(&self.lens)
-            .enumerate()
-            .map(move |(i, ((&d, &tf), &len))| {
-                chunk = if i == 0 { d } else { chunk + d };
-                (chunk, tf, len)
-            })
+            .map(|((chunk, &tf), &len)| (chunk, tf, len))
     }
 }
 
@@ -412,10 +406,10 @@ impl SplitBundle {
             ShardId::Documents => {
                 let body: Vec<Document> = self.open_shard(shard, bytes)?;
                 let fits = body.len() == self.n_docs()
-                    && body.iter().enumerate().all(|(d, doc)| {
-                        doc.first_chunk == self.first_chunk[d]
-                            && doc.chunk_count == self.core.doc_chunks[d]
-                    });
+                    && body
+                        .iter()
+                        .enumerate()
+                        .all(|(d, doc)| self.doc_fits(d, doc));
                 if !fits {
                     return Err(self.corrupt(shard, "documents disagree with the core"));
                 }
@@ -475,18 +469,13 @@ impl SplitBundle {
         if !in_range || body.terms.len() != body.postings.len() {
             return Err(self.corrupt(shard, "terms outside the shard's range"));
         }
-        let n_chunks = self.n_chunks() as u64;
         for p in &body.postings {
             let n = p.tfs.len();
             if n == 0 || p.chunk_deltas.len() != n || p.lens.len() != n {
                 return Err(self.corrupt(shard, "malformed postings"));
             }
-            let mut chunk = 0u64;
-            for (k, &d) in p.chunk_deltas.iter().enumerate() {
-                chunk += d as u64;
-                if (k > 0 && d == 0) || chunk >= n_chunks {
-                    return Err(self.corrupt(shard, "postings point outside the chunks"));
-                }
+            if let Err(why) = lexical::check_deltas(&p.chunk_deltas, self.n_chunks()) {
+                return Err(self.corrupt(shard, &format!("postings {why}")));
             }
         }
         Ok(())
@@ -501,9 +490,11 @@ impl SplitBundle {
         let fits = body.documents.len() == docs.len()
             && body.chunks.len() == chunks.len()
             && body.texts.len() == chunks.len()
-            && body.documents.iter().zip(docs.clone()).all(|(doc, d)| {
-                doc.first_chunk == self.first_chunk[d] && doc.chunk_count == self.core.doc_chunks[d]
-            })
+            && body
+                .documents
+                .iter()
+                .zip(docs.clone())
+                .all(|(doc, d)| self.doc_fits(d, doc))
             && body.chunks.iter().zip(chunks.clone()).all(|(meta, c)| {
                 let d = meta.doc as usize;
                 docs.contains(&d) && self.first_chunk[d] as usize + meta.chunk_index as usize == c
@@ -512,6 +503,11 @@ impl SplitBundle {
             return Err(self.corrupt(shard, "documents or chunks disagree with the core"));
         }
         Ok(())
+    }
+
+    /// Whether `doc`, as a shard holds it, has the chunks the core gives document `d`.
+    fn doc_fits(&self, d: usize, doc: &Document) -> bool {
+        doc.first_chunk == self.first_chunk[d] && doc.chunk_count == self.core.doc_chunks[d]
     }
 
     /// Documents of fragment shard `i`.

@@ -29,16 +29,34 @@ pub struct Postings {
 impl Postings {
     /// (chunk, weighted tf) pairs in chunk order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let mut chunk = 0u32;
-        self.chunk_deltas
-            .iter()
-            .zip(&self.tfs)
-            .enumerate()
-            .map(move |(i, (&d, &tf))| {
-                chunk = if i == 0 { d } else { chunk + d };
-                (chunk, tf)
-            })
+        chunks(&self.chunk_deltas).zip(self.tfs.iter().copied())
     }
+}
+
+/// Chunk ids from delta-encoded postings (the first entry is the id itself).
+pub fn chunks(deltas: &[u32]) -> impl Iterator<Item = u32> + '_ {
+    let mut chunk = 0u32;
+    deltas.iter().enumerate().map(move |(i, &d)| {
+        chunk = if i == 0 { d } else { chunk + d };
+        chunk
+    })
+}
+
+/// Checks that delta-encoded postings are strictly increasing chunk ids below `n_chunks`,
+/// what every reader of postings relies on (once, when a bundle or shard is loaded). The
+/// error says which way they fail.
+pub fn check_deltas(deltas: &[u32], n_chunks: usize) -> std::result::Result<(), &'static str> {
+    let mut chunk = 0u64;
+    for (i, &d) in deltas.iter().enumerate() {
+        if i > 0 && d == 0 {
+            return Err("repeat a chunk");
+        }
+        chunk += d as u64;
+        if chunk >= n_chunks as u64 {
+            return Err("point past the last chunk");
+        }
+    }
+    Ok(())
 }
 
 /// BM25's idf for a term in `df` of `n` chunks.
@@ -201,15 +219,8 @@ impl LexicalIndex {
             if p.chunk_deltas.len() != p.tfs.len() || p.tfs.is_empty() {
                 return bad(format!("postings of {term:?} are malformed"));
             }
-            let mut chunk = 0u64;
-            for (i, &d) in p.chunk_deltas.iter().enumerate() {
-                if i > 0 && d == 0 {
-                    return bad(format!("postings of {term:?} repeat a chunk"));
-                }
-                chunk += d as u64;
-                if chunk >= n_chunks as u64 {
-                    return bad(format!("postings of {term:?} point past the last chunk"));
-                }
+            if let Err(why) = check_deltas(&p.chunk_deltas, n_chunks) {
+                return bad(format!("postings of {term:?} {why}"));
             }
         }
         Ok(())

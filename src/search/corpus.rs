@@ -44,6 +44,22 @@ static NO_CHUNK: ChunkMeta = ChunkMeta {
     line_end: 0,
 };
 
+impl Data {
+    pub fn header(&self) -> &Header {
+        match self {
+            Data::Whole(b) => &b.header,
+            Data::Split(s) => s.header(),
+        }
+    }
+
+    pub fn whole(&self) -> Option<&Bundle> {
+        match self {
+            Data::Whole(b) => Some(b),
+            Data::Split(_) => None,
+        }
+    }
+}
+
 /// One request's view of the data.
 pub struct Corpus<'a> {
     data: &'a Data,
@@ -85,17 +101,11 @@ impl<'a> Corpus<'a> {
     }
 
     pub fn header(&self) -> &'a Header {
-        match self.data {
-            Data::Whole(b) => &b.header,
-            Data::Split(s) => s.header(),
-        }
+        self.data.header()
     }
 
     pub fn whole(&self) -> Option<&'a Bundle> {
-        match self.data {
-            Data::Whole(b) => Some(b),
-            Data::Split(_) => None,
-        }
+        self.data.whole()
     }
 
     pub fn vectors(&self) -> Option<&'a VectorIndex> {

@@ -241,12 +241,12 @@ impl Engine {
     }
 
     pub fn header(&self) -> &Header {
-        Corpus::new(&self.data).header()
+        self.data.header()
     }
 
     /// The decoded bundle, when the engine holds a whole one.
     pub fn bundle(&self) -> Option<&Bundle> {
-        Corpus::new(&self.data).whole()
+        self.data.whole()
     }
 
     /// The bundle has vectors (semantic and hybrid search are possible with its model).
