@@ -62,7 +62,8 @@ pub fn check_deltas(deltas: &[u32], n_chunks: usize) -> std::result::Result<(), 
 /// BM25's idf for a term in `df` of `n` chunks.
 pub fn bm25_idf(n: usize, df: usize) -> f32 {
     let (n, df) = (n as f32, df as f32);
-    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    // libm's logf, so native and wasm agree to the bit (the platform logs may not).
+    libm::logf(1.0 + (n - df + 0.5) / (df + 0.5))
 }
 
 /// The average chunk length BM25 normalizes by (a split bundle stores this exact value).

@@ -85,7 +85,8 @@ pub fn probability(logit: f32) -> f32 {
     } else {
         logit.clamp(-15.0, 15.0)
     };
-    1.0 / (1.0 + (-x).exp())
+    // libm's expf, not the platform's: glibc and the wasm runtime's exp round differently.
+    1.0 / (1.0 + libm::expf(-x))
 }
 
 /// Scores every passage within `budget`, or says why it could not.
