@@ -72,6 +72,11 @@ struct BuildArgs {
     /// Embedding model directory (from `make models`).
     #[arg(long)]
     model: Option<PathBuf>,
+    /// Model arithmetic: fast (this CPU's SIMD kernels, which differ between CPU generations
+    /// in the last bits) or portable (tract's generic kernels: the same vectors on every
+    /// machine; 2–4× slower).
+    #[arg(long, default_value = "fast")]
+    kernels: docloupe::embed::Kernels,
     /// Build without vectors: smaller, fulltext search only.
     #[arg(long)]
     no_embeddings: bool,
@@ -133,6 +138,7 @@ fn build(args: BuildArgs) -> Result<()> {
     if let Some(p) = &args.project {
         validate_project(p)?;
     }
+    docloupe::embed::use_kernels(args.kernels)?;
     let embedder = if args.no_embeddings {
         None
     } else {

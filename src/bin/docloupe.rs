@@ -76,6 +76,10 @@ struct SearchArgs {
     mode: Option<ModeArg>,
     #[arg(long, short = 'f', value_enum)]
     format: Option<Format>,
+    /// Model arithmetic: fast (this CPU's SIMD kernels) or portable (tract's generic kernels,
+    /// whose answers equal the portable wasm package's byte for byte; 2–4× slower).
+    #[arg(long, default_value = "fast")]
+    kernels: docloupe::embed::Kernels,
     /// The query (several words are joined with spaces).
     #[arg(required_unless_present = "jsonl")]
     query: Vec<String>,
@@ -123,6 +127,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn search(args: SearchArgs) -> Result<()> {
+    docloupe::embed::use_kernels(args.kernels)?;
     let bytes = std::fs::read(&args.bundle)
         .with_context(|| format!("cannot read bundle {}", args.bundle.display()))?;
     let header = docloupe::bundle::decode_header(&bytes)

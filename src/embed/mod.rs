@@ -15,9 +15,13 @@ use crate::error::{Error, Result};
 #[cfg(feature = "models")]
 mod encoder;
 #[cfg(feature = "models")]
+mod kernels;
+#[cfg(feature = "models")]
 pub use encoder::Embedder;
 #[cfg(feature = "models")]
 pub(crate) use encoder::{load_plan, run_encoding};
+#[cfg(feature = "models")]
+pub use kernels::{kernels, use_kernels, Kernels};
 
 /// The bytes of an embedding model as shipped by `prebuild/` plus its identity.
 #[derive(Clone)]
