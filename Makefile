@@ -15,7 +15,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm models demo-docs build wasm demo test test-wasm lint unit bench bench-quality bench-web reranker clean-cache
+.PHONY: help setup setup-wasm models demo-docs build wasm wasm-site demo test test-wasm lint unit bench bench-quality bench-web reranker clean-cache
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -24,7 +24,7 @@ help:
 	@echo "make bench-quality  nDCG/Recall/MRR + latency per search mode on SciFact and XQuAD-R"
 	@echo "make reranker  retrain the committed reranker model (~1 h)"
 	@echo "make models fetch, convert and quantize the embedding model into $(MODEL_DIR)"
-	@echo "make wasm   build the lexical and full wasm packages into www/pkg"
+	@echo "make wasm   build the lexical, full and portable wasm packages into www/pkg"
 	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
 
 # Toolchain pieces a fresh machine may lack; each step is skipped when already present.
@@ -48,6 +48,11 @@ setup-wasm: setup
 wasm: setup-wasm
 	bash www/build-wasm.sh
 
+# The two packages the demo page loads (the portable one is for parity and opt-in use).
+wasm-site: setup-wasm
+	bash www/build-wasm.sh lexical
+	bash www/build-wasm.sh full
+
 models: setup
 	python3 prebuild/models.py
 
@@ -57,7 +62,7 @@ demo-docs:
 build:
 	$(CARGO) build --release --workspace
 
-demo: models build wasm
+demo: models build wasm-site
 	@docs=$$(bash prebuild/demo_docs.sh | tail -n 1); \
 	mkdir -p $(dir $(DEMO_BUNDLE)); \
 	echo "== building the demo bundle from $$docs"; \
@@ -80,7 +85,8 @@ lint: setup-wasm
 unit: build
 	$(CARGO) test --release --workspace
 
-# Node: the JS API on both wasm builds and native/wasm parity over tests/parity/requests.jsonl.
+# Node: the JS API on the wasm builds and native/wasm parity over tests/parity/requests.jsonl
+# (fast kernels within model rounding, portable kernels byte for byte).
 test-wasm: models build wasm
 	MODEL_DIR=$(MODEL_DIR) bash tests/wasm/run.sh
 

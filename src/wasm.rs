@@ -44,6 +44,14 @@ pub fn build_kind() -> String {
     .into()
 }
 
+/// `fast` (simd128) or `portable` for the full build, null for the lexical one.
+fn kernels_name() -> Option<&'static str> {
+    #[cfg(feature = "models")]
+    return Some(crate::embed::kernels().name());
+    #[cfg(not(feature = "models"))]
+    None
+}
+
 fn to_js<T: serde::Serialize>(v: &T) -> JsValue {
     // Through JSON text, not serde-wasm-bindgen: an f32 score must become the JS number of
     // its shortest decimal form (4.723891), as native prints it, not the widened f64
@@ -179,12 +187,13 @@ impl WasmEngine {
         })
     }
 
-    /// What is loaded: `{build, documents, chunks, vectors, projectId, embedding, semanticReady,
+    /// What is loaded: `{build, kernels, split, documents, chunks, vectors, projectId, embedding, semanticReady,
     /// rerankerReady}`.
     pub fn info(&self) -> JsValue {
         let h = self.inner.header();
         to_js(&serde_json::json!({
             "build": build_kind(),
+            "kernels": kernels_name(),
             "split": self.inner.bundle().is_none(),
             "documents": h.counts.documents,
             "chunks": h.counts.chunks,

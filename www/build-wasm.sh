@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the engine's two wasm packages into www/pkg/ (git-ignored):
 #   www/pkg/lexical  no models (no tract, no tokenizers): answers fulltext from the first bytes
-#   www/pkg/full     the embedding and rerank models too
+#   www/pkg/full     the embedding and rerank models too, on tract's simd128 kernels
+#   www/pkg/portable the same without simd128: tract's generic kernels, whose answers equal the
+#                    native engine's on `--kernels portable` byte for byte (2–4× slower)
 # Each: cargo (cdylib with LTO; cargo ignores LTO for the cdylib+rlib crate type) →
 # wasm-bindgen --target web (one glue for pages, Web Workers, Node and Cloudflare Workers) →
 # wasm-opt from npm's binaryen (Debian's v108 breaks wasm-bindgen 0.2.130 output).
@@ -42,10 +44,16 @@ build() {
   ' "$out/docloupe_bg.wasm" "www/pkg/$kind"
 }
 
+# RUSTFLAGS replaces .cargo/config.toml's `+simd128` for this one build.
+portable() {
+  RUSTFLAGS="-C target-feature=-simd128" build portable wasm-portable -O3 --features models
+}
+
 # `build-wasm.sh lexical` or `build-wasm.sh full` builds one of them.
 case "${1:-all}" in
   lexical) build lexical wasm-small -Oz ;;
   full) build full wasm-full -O3 --features models ;;
-  all) build lexical wasm-small -Oz && build full wasm-full -O3 --features models ;;
-  *) echo "usage: $0 [lexical|full|all]" >&2; exit 2 ;;
+  portable) portable ;;
+  all) build lexical wasm-small -Oz && build full wasm-full -O3 --features models && portable ;;
+  *) echo "usage: $0 [lexical|full|portable|all]" >&2; exit 2 ;;
 esac
