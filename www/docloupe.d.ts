@@ -32,8 +32,14 @@ export interface OpenOptions {
   models?: ModelSources | false;
   /** Run the engine in a Web Worker (default true); falls back to the calling thread. */
   worker?: boolean;
-  /** Where the two wasm builds are; defaults to pkg/{lexical,full}/docloupe_bg.wasm beside this module. */
-  wasm?: { lexical?: Source; full?: Source };
+  /**
+   * The models' arithmetic: "fast" (default; tract's simd128 kernels) or "portable" (the
+   * pkg/portable build without simd128, answers byte-identical to the native engine run with
+   * `--kernels portable`; inference 2–4× slower).
+   */
+  kernels?: 'fast' | 'portable';
+  /** Where the wasm builds are; defaults to pkg/{lexical,full,portable}/docloupe_bg.wasm beside this module. */
+  wasm?: { lexical?: Source; full?: Source; portable?: Source };
   onStatus?: (status: EngineStatus) => void;
 }
 
@@ -43,6 +49,8 @@ export interface EngineStatus {
   /** loading-models: fulltext is served; semantic/hybrid are answered lexically, flagged. */
   phase: Phase;
   build: 'lexical' | 'full';
+  /** The full build's kernels ("fast" or "portable"); null while the lexical build serves. */
+  kernels: 'fast' | 'portable' | null;
   /** The engine serving now reads a split bundle (the lexical build over a split directory). */
   split: boolean;
   documents: number;

@@ -17,7 +17,7 @@ function absolute(source) {
   return new URL(source, globalThis.location?.href ?? import.meta.url).href;
 }
 
-function absoluteOptions({ bundle, models, wasm }) {
+function absoluteOptions({ bundle, models, wasm, kernels }) {
   const map = (o) => (o && typeof o === 'object' ? Object.fromEntries(Object.entries(o).map(([k, v]) => [k, absolute(v)])) : o);
   return {
     bundle: absolute(bundle),
@@ -25,6 +25,7 @@ function absoluteOptions({ bundle, models, wasm }) {
       ? { embedding: map(models.embedding), reranker: map(models.reranker) }
       : models,
     wasm: map(wasm),
+    kernels,
   };
 }
 

@@ -12,6 +12,10 @@
 // `BundleFilesNeeded` with the file names; the host fetches them (in parallel, each once),
 // adds them and asks again, so a query costs its terms' postings and its results' text.
 // The full instance loads the whole bundle.bin with the models.
+//
+// Kernels: the full build runs tract's simd128 kernels ("fast", default); `kernels: "portable"`
+// loads pkg/portable instead, built without simd128, whose answers equal the native engine's
+// on `--kernels portable` byte for byte (2–4× slower inference).
 
 const PKG = new URL('./pkg/', import.meta.url);
 /** Fetch rounds per request before giving up (the engine's own bound, MAX_FETCH_ROUNDS). */
@@ -139,13 +143,18 @@ export class Host {
    * Opens the bundle with the lexical build and starts loading the models, if any, in the
    * background. Resolves once fulltext can be answered; rejects with a contract error object.
    */
-  async open({ bundle, models, wasm } = {}) {
+  async open({ bundle, models, wasm, kernels = 'fast' } = {}) {
     const started = performance.now();
     if (bundle === undefined || bundle === null) {
       throw contractError('INVALID_REQUEST', 'open() needs a bundle (URL or bytes)', { field: 'bundle' });
     }
+    if (kernels !== 'fast' && kernels !== 'portable') {
+      throw contractError('INVALID_REQUEST', 'kernels must be "fast" or "portable"', { field: 'kernels' });
+    }
     this.#lexical = new Build('lexical', wasm?.lexical);
-    this.#full = new Build('full', wasm?.full);
+    // The models' build: simd128 kernels, or the portable build whose answers equal native's
+    // (`--kernels portable`) byte for byte.
+    this.#full = kernels === 'portable' ? new Build('portable', wasm?.portable) : new Build('full', wasm?.full);
     this.#split = splitDirectory(bundle);
     const source = this.#split ? new URL('core.bin', this.#split) : bundle;
     const [bytes, glue] = await Promise.all([loadBytes(source, 'bundle'), this.#lexical.instantiate()]);
@@ -306,6 +315,7 @@ function safeInfo(engine) {
     const i = engine.info();
     return {
       build: i.build,
+      kernels: i.kernels ?? null,
       split: i.split,
       documents: i.documents,
       chunks: i.chunks,
