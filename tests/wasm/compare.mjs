@@ -44,16 +44,21 @@ export function differ(a, b, onDelta = () => {}, at = '$', key = '') {
 /**
  * Compares answers pairwise, given as JSON lines or as objects. → {same (identical once
  * `timings` is dropped), close (equal up to model rounding), worst (largest |Δ|),
- * different: [{i, where}]}.
+ * different: [{i, where}]}. With `exact`, rounding differences are differences too.
  */
-export function compareResponses(ours, theirs) {
+export function compareResponses(ours, theirs, { exact = false } = {}) {
   const line = (x) => stripTimings(typeof x === 'string' ? x : JSON.stringify(x));
+  // An answer given as an object went through JSON.parse, so its numbers are JS numbers
+  // (native's `0.0` is `0`): the line it is compared with is spelled the same way.
+  const respelled = (x) => (typeof x === 'string' ? JSON.parse(x) : x);
   let same = 0, close = 0, worst = 0;
   const different = [];
   for (let i = 0; i < Math.max(ours.length, theirs.length); i++) {
-    const a = line(ours[i] ?? null), b = line(theirs[i] ?? null);
+    const a = line(ours[i] ?? null);
+    const b = line(typeof ours[i] === 'string' ? theirs[i] ?? null : respelled(theirs[i] ?? null));
     if (a === b) { same++; continue; }
-    const where = differ(JSON.parse(a), JSON.parse(b), (d) => (worst = Math.max(worst, d)));
+    let where = differ(JSON.parse(a), JSON.parse(b), (d) => (worst = Math.max(worst, d)));
+    if (!where && exact) where = 'model number (rounding)';
     if (where) different.push({ i, where, ours: a, theirs: b });
     else close++;
   }

@@ -2,7 +2,7 @@
 // thread, opens the bundle with the lexical build, answers at once, loads the models in the
 // background and switches to the full build. The same API in Chromium, in a Worker, is
 // tests/wasm/browser.mjs. Run by tests/wasm/run.sh (env: DOCLOUPE_BUNDLE, DOCLOUPE_MODEL_DIR,
-// DOCLOUPE_RERANKER_DIR).
+// DOCLOUPE_RERANKER_DIR, DOCLOUPE_SPLIT, DOCLOUPE_NATIVE_PORTABLE).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -11,6 +11,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Docloupe } from '../../www/docloupe.js';
 import { env } from './env.mjs';
+import { stripTimings } from './compare.mjs';
 
 const bundlePath = env('DOCLOUPE_BUNDLE');
 const modelDir = env('DOCLOUPE_MODEL_DIR');
@@ -104,6 +105,36 @@ test('a model of the wrong kind fails loading, typed; fulltext keeps working and
   assert.equal((await engine.search({ query: 'cache size', mode: 'fulltext' })).results[0].documentPath, 'en/caching.md');
   assert.equal((await engine.search({ query: 'cache size' })).errorCode, 'DOCS_RERANKING_UNAVAILABLE');
   engine.close();
+});
+
+test('kernels: "portable" loads the build whose answers equal native --kernels portable byte for byte', async () => {
+  for (const kernels of ['Portable', 'simd', 42, null]) {
+    const e = await rejection(Docloupe.open({ bundle: fs.readFileSync(bundlePath), models, kernels }));
+    assert.equal(e.errorCode, 'INVALID_REQUEST', JSON.stringify(e));
+    assert.equal(e.details.field, 'kernels');
+  }
+  const engine = await Docloupe.open({ bundle: fs.readFileSync(bundlePath), models, kernels: 'portable' });
+  const ready = await engine.ready;
+  assert.equal(ready.phase, 'ready', JSON.stringify(ready.error));
+  assert.equal(ready.kernels, 'portable');
+  // Every request of the parity set that runs a model (semantic, hybrid, reranked).
+  const lines = fs.readFileSync(path.resolve('tests/parity/requests.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
+  const native = fs.readFileSync(env('DOCLOUPE_NATIVE_PORTABLE'), 'utf8').split('\n').filter((l) => l.trim());
+  let modelled = 0;
+  for (const [i, line] of lines.entries()) {
+    const req = JSON.parse(line);
+    if ((req.mode ?? 'hybrid') === 'fulltext') continue;
+    modelled++;
+    // The API hands out parsed objects, whose numbers are JS numbers (native's `0.0` is `0`):
+    // the native line goes through JSON.parse too, so every value is compared exactly.
+    assert.equal(stripTimings(JSON.stringify(await engine.search(req))), stripTimings(JSON.stringify(JSON.parse(native[i]))), line);
+  }
+  assert.ok(modelled >= 50, `${modelled} model requests`);
+  engine.close();
+
+  const fast = await Docloupe.open({ bundle: fs.readFileSync(bundlePath), models });
+  assert.equal((await fast.ready).kernels, 'fast');
+  fast.close();
 });
 
 test('a split bundle answers every request exactly as the whole bundle, fetching files as needed', async () => {

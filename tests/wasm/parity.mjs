@@ -1,12 +1,16 @@
 // Parity: the wasm engine's JSON equals the native engine's, `timings` aside (the rules are in
 // compare.mjs). Responses are counted byte-identical or equal-within-rounding; anything else fails.
-// Usage: node tests/wasm/parity.mjs PKG_DIR BUNDLE MODEL_DIR RERANKER_DIR REQUESTS.jsonl NATIVE.jsonl
+// With --exact every response must be byte-identical: the portable build (www/pkg/portable)
+// against `docloupe search --kernels portable`, which run the same generic kernels.
+// Usage: node tests/wasm/parity.mjs [--exact] PKG_DIR BUNDLE MODEL_DIR RERANKER_DIR REQUESTS.jsonl NATIVE.jsonl
 // NATIVE.jsonl is `docloupe search --bundle BUNDLE --jsonl < REQUESTS.jsonl` with the same models.
 import fs from 'node:fs';
 import path from 'node:path';
 import { compareResponses } from './compare.mjs';
 
-const [pkg, bundlePath, modelDir, rerankerDir, requestsPath, nativePath] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const exact = args[0] === '--exact';
+const [pkg, bundlePath, modelDir, rerankerDir, requestsPath, nativePath] = exact ? args.slice(1) : args;
 const m = await import(path.resolve(pkg, 'docloupe.js'));
 m.initSync({ module: fs.readFileSync(path.join(pkg, 'docloupe_bg.wasm')) });
 
@@ -25,8 +29,9 @@ if (requests.length !== native.length) {
   console.error(`parity: ${requests.length} requests but ${native.length} native answers`);
   process.exit(2);
 }
-const { same, close, worst, different } = compareResponses(requests.map((r) => engine.searchJson(r)), native);
-console.log(`parity: ${requests.length} requests (model ${modelManifest.id}, timings excluded): ` +
+const { same, close, worst, different } = compareResponses(requests.map((r) => engine.searchJson(r)), native, { exact });
+console.log(`parity${exact ? ' (exact)' : ''}: ${requests.length} requests (model ${modelManifest.id}, ` +
+  `kernels ${engine.info().kernels}, timings excluded): ` +
   `${same} byte-identical, ${close} equal up to model rounding (max |Δ| ${worst.toExponential(2)}), ` +
   `${different.length} different`);
 for (const d of different.slice(0, 3)) {

@@ -5,7 +5,9 @@
 #   2. the wasm packages' JS surface (api.test.mjs) and the JS API docloupe.js (js_api.test.mjs)
 #      in Node, and docloupe.js in a Web Worker and on the page thread in Chromium
 #      (browser.test.mjs, also a native/wasm parity run);
-#   3. native/wasm parity over tests/parity/requests.jsonl (parity.mjs).
+#   3. native/wasm parity over tests/parity/requests.jsonl (parity.mjs): the simd128 build
+#      against native's fast kernels within model rounding, the portable build against native's
+#      portable kernels byte for byte.
 # Needs `make wasm` and the release binaries; models from the cache (MODEL_DIR) and the
 # committed reranker.
 set -euo pipefail
@@ -26,11 +28,17 @@ target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bun
 target/release/index-builder split "$work/fixtures.bundle" --out "$work/fixtures.split" >/dev/null
 target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
   --reranker "$RERANKER_DIR" --jsonl < tests/parity/requests.jsonl > "$work/native.jsonl"
+target/release/docloupe search --kernels portable --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
+  --reranker "$RERANKER_DIR" --jsonl < tests/parity/requests.jsonl > "$work/native-portable.jsonl"
 echo "== JS suites: Node and headless Chromium"
 DOCLOUPE_PKG=www/pkg DOCLOUPE_BUNDLE="$work/fixtures.bundle" DOCLOUPE_SPLIT="$work/fixtures.split" \
   DOCLOUPE_MODEL_DIR="$MODEL_DIR" \
   DOCLOUPE_RERANKER_DIR="$RERANKER_DIR" DOCLOUPE_NATIVE="$work/native.jsonl" \
+  DOCLOUPE_NATIVE_PORTABLE="$work/native-portable.jsonl" \
   node --test --test-concurrency=1 tests/wasm/api.test.mjs tests/wasm/js_api.test.mjs tests/wasm/browser.test.mjs
-echo "== parity: native vs wasm (Node)"
+echo "== parity: native vs wasm (Node), fast kernels: equal up to model rounding"
 node tests/wasm/parity.mjs www/pkg/full "$work/fixtures.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
   tests/parity/requests.jsonl "$work/native.jsonl"
+echo "== parity: native vs wasm (Node), portable kernels: byte for byte"
+node tests/wasm/parity.mjs --exact www/pkg/portable "$work/fixtures.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
+  tests/parity/requests.jsonl "$work/native-portable.jsonl"
