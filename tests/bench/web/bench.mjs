@@ -85,6 +85,7 @@ const ids = await step('token ids', tokenIds);
 const wasm = {
   lexical: sizes(path.join(ROOT, 'www/pkg/lexical/docloupe_bg.wasm')),
   full: sizes(path.join(ROOT, 'www/pkg/full/docloupe_bg.wasm')),
+  portable: sizes(path.join(ROOT, 'www/pkg/portable/docloupe_bg.wasm')),
 };
 
 const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
@@ -116,6 +117,9 @@ for (const [name, r] of [['fulltext', ours.fulltext], ['hybrid', ours.hybrid], [
   console.log(`  ${name.padEnd(22)} ${ms(r.medianMs).padStart(11)} ${ms(r.p95Ms).padStart(11)} ${ms(r.engine.medianMs).padStart(11)} ${ms(r.engine.p95Ms).padStart(11)}`);
 }
 console.log(`  rerank stage alone: p50 ${ms(ours.reranked.rerank.medianMs)}, p95 ${ms(ours.reranked.rerank.p95Ms)}; fallbacks: ${ours.reranked.fallbacks.length ? ours.reranked.fallbacks.join(', ') : 'none'}`);
+const p = ours.portable;
+console.log(`  portable kernels (pkg/portable, answers equal native --kernels portable byte for byte): models in ${ms(p.modelsMs)} after open;`);
+console.log(`    hybrid p50 ${ms(p.hybrid.medianMs)}, p95 ${ms(p.hybrid.p95Ms)} (embedding p50 ${ms(p.hybrid.embed.medianMs)}: ${(p.hybrid.embed.medianMs / ours.hybrid.embed.medianMs).toFixed(2)}× simd128); hybrid+rerank of 20 p50 ${ms(p.reranked.medianMs)}, p95 ${ms(p.reranked.p95Ms)} (rerank p50 ${ms(p.reranked.rerank.medianMs)}: ${(p.reranked.rerank.medianMs / ours.reranked.rerank.medianMs).toFixed(2)}× simd128)`);
 
 console.log(`\nquery embedding, same ${queries.length} queries, same token ids:`);
 console.log(`  docloupe (tract, int8, wasm simd128): p50 ${ms(ours.hybrid.embed.medianMs)}, p95 ${ms(ours.hybrid.embed.p95Ms)}`);

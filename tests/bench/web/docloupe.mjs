@@ -1,6 +1,6 @@
 // docloupe in headless Chromium through its JS API (Web Worker): a cold visitor's bytes,
 // requests and time to the first fulltext result; warm fulltext; the models' load; hybrid and
-// hybrid+rerank latency. Latency is taken in the page around `await engine.search()` (worker
+// hybrid+rerank latency, on the simd128 and on the portable kernels. Latency is taken in the page around `await engine.search()` (worker
 // round trip included); the engine's own `timings` come along.
 import path from 'node:path';
 import { startServer } from '../../../www/serve.mjs';
@@ -60,7 +60,7 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     // The server brotli-compresses each file once (quality 11, cached on disk by content):
     // after a rebuild the full wasm alone takes ~40 s, which would land in the first visit
     // that loads it. Compress the big files before any visit, as a deployment would.
-    for (const url of [bundle, '/split/bundle.bin', '/www/pkg/lexical/docloupe_bg.wasm', '/www/pkg/full/docloupe_bg.wasm']) {
+    for (const url of [bundle, '/split/bundle.bin', ...['lexical', 'full', 'portable'].map((k) => `/www/pkg/${k}/docloupe_bg.wasm`)]) {
       await (await fetch(server.url + url, { headers: { 'accept-encoding': 'br' } })).arrayBuffer();
     }
     server.reset();
@@ -102,7 +102,20 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     const hybrid = await run(b.call, { mode: 'hybrid', rerank: false });
     const reranked = await run(b.call, { mode: 'hybrid', rerank: true, candidateLimit: 20 });
     await b.context.close();
-    const errors = [...a.errors, ...b.errors];
+
+    // 4. The same on the portable kernels (pkg/portable: answers equal native --kernels
+    //    portable byte for byte): what that exactness costs per query.
+    const c = await visit();
+    await c.call('benchOpen', { bundle: '/split/', models, worker: true, kernels: 'portable' }, 'open portable');
+    const portableReady = await c.call('benchReady', null, 'portable models');
+    if (portableReady.phase !== 'ready' || portableReady.kernels !== 'portable') {
+      throw new Error(`portable models failed: ${JSON.stringify(portableReady)}`);
+    }
+    for (const query of queries.slice(0, 3)) await c.call('benchSearch', { query, rerank: true, candidateLimit: 20 }, 'warm-up');
+    const portableHybrid = await run(c.call, { mode: 'hybrid', rerank: false });
+    const portableReranked = await run(c.call, { mode: 'hybrid', rerank: true, candidateLimit: 20 });
+    await c.context.close();
+    const errors = [...a.errors, ...b.errors, ...c.errors];
     if (errors.length) throw new Error(`errors in the page:\n${errors.join('\n')}`);
 
     return {
@@ -125,6 +138,11 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
       },
       hybrid: { ...summary(hybrid.map((r) => r.ms)), engine: summary(hybrid.map((r) => r.timings.totalMs)), embed: summary(hybrid.map((r) => r.timings.embedMs)) },
       reranked: { ...summary(reranked.map((r) => r.ms)), engine: summary(reranked.map((r) => r.timings.totalMs)), rerank: summary(reranked.map((r) => r.timings.rerankMs)), fallbacks: reranked.filter((r) => r.fallbackApplied).map((r) => r.degradedReason) },
+      portable: {
+        modelsMs: portableReady.modelsMs,
+        hybrid: { ...summary(portableHybrid.map((r) => r.ms)), embed: summary(portableHybrid.map((r) => r.timings.embedMs)) },
+        reranked: { ...summary(portableReranked.map((r) => r.ms)), rerank: summary(portableReranked.map((r) => r.timings.rerankMs)) },
+      },
       perQuery: { fulltext, hybrid, reranked },
     };
   } finally {
