@@ -1,7 +1,8 @@
 // docloupe in headless Chromium through its JS API (Web Worker): a cold visitor's bytes,
 // requests and time to the first fulltext result; warm fulltext; the models' load; hybrid and
-// hybrid+rerank latency, on the simd128 and on the portable kernels. Latency is taken in the page around `await engine.search()` (worker
-// round trip included); the engine's own `timings` come along.
+// hybrid+rerank latency, on the simd128 and on the portable kernels. Latency is taken in the
+// page around `await engine.search()` (worker round trip included); the engine's own
+// `timings` come along.
 import path from 'node:path';
 import { startServer } from '../../../www/serve.mjs';
 import { median, percentile, withTimeout } from './util.mjs';
