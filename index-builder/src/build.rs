@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::chunk::{chunk_section, EstimateCounter, PlannedChunk, TokenCounter};
-use crate::ingest::{discover, parse_markdown};
+use crate::ingest::{discover, parse_document};
 
 pub struct BuildConfig {
     pub input: PathBuf,
@@ -71,7 +71,7 @@ pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
     let files = discover(&cfg.input, &mut warnings);
     if files.is_empty() {
         bail!(
-            "no markdown files (*.md, *.markdown) found under {}",
+            "no documents (*.md, *.markdown, *.txt) found under {}",
             cfg.input.display()
         );
     }
@@ -108,7 +108,7 @@ pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
     }
     if docs.is_empty() {
         bail!(
-            "none of the {} markdown files under {} could be read",
+            "none of the {} documents under {} could be read",
             files.len(),
             cfg.input.display()
         );
@@ -214,7 +214,7 @@ fn read_document(
     let stem = Path::new(&file.rel)
         .file_stem()
         .map_or_else(|| file.rel.clone(), |s| s.to_string_lossy().into_owned());
-    let doc = parse_markdown(text, &stem, warnings, &file.rel);
+    let doc = parse_document(file.format, text, &stem, warnings, &file.rel);
     let mut chunks = Vec::new();
     for section in &doc.sections {
         let mut path = vec![doc.title.clone()];
@@ -240,7 +240,7 @@ fn read_document(
         doc_id: sha256_hex(&bytes)[..32].to_owned(),
         title: doc.title,
         description: doc.front.description,
-        doc_type: "md".into(),
+        doc_type: file.format.doc_type().into(),
         date: doc.front.date,
         tags,
         lang,
@@ -278,7 +278,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Writes `files` into a fresh directory beside `dir`, syncs them, then swaps it in for `dir`:
+/// Writes `files` (relative paths, `/`-separated) into a fresh directory beside `dir`, syncs them, then swaps it in for `dir`:
 /// readers see the old set of files or the new one, never a mix (a split bundle's shards
 /// must all come from one bundle).
 pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
@@ -292,6 +292,9 @@ pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(
     let result = (|| -> std::io::Result<()> {
         std::fs::create_dir_all(&tmp)?;
         for (file, bytes) in files {
+            if let Some(sub) = Path::new(file).parent() {
+                std::fs::create_dir_all(tmp.join(sub))?;
+            }
             let mut f = std::fs::File::create(tmp.join(file))?;
             f.write_all(bytes)?;
             f.sync_all()?;

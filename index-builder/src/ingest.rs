@@ -1,5 +1,5 @@
-//! Ingest: find the documents under a root and turn each markdown file into front matter
-//! plus a list of sections (heading breadcrumb, anchor, text blocks with line ranges).
+//! Ingest: find the documents under a root and turn each markdown or plain-text file into front
+//! matter plus a list of sections (heading breadcrumb, anchor, text blocks with line ranges).
 //!
 //! Files that cannot be read or are not UTF-8 are skipped with a warning; the build goes on.
 
@@ -13,15 +13,101 @@ use yaml_rust2::{Yaml, YamlLoader};
 /// Markdown files larger than this are skipped: they are generated dumps, not documentation.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// A markdown file found under the root.
+/// A document found under the root.
 #[derive(Debug, Clone)]
 pub struct SourceFile {
+    pub format: Format,
     pub abs: PathBuf,
     /// Relative to the root, forward slashes.
     pub rel: String,
 }
 
-/// Lists the markdown files under `root`, skipping hidden and git-ignored paths, sorted by
+/// The document formats the builder reads, by file extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Markdown,
+    /// Plain text: paragraphs, no headings.
+    Text,
+}
+
+impl Format {
+    pub fn of(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "md" | "markdown" => Some(Format::Markdown),
+            "txt" => Some(Format::Text),
+            _ => None,
+        }
+    }
+
+    /// The result's `documentType` (and the `documentTypes` filter's value).
+    pub fn doc_type(self) -> &'static str {
+        match self {
+            Format::Markdown => "md",
+            Format::Text => "txt",
+        }
+    }
+}
+
+/// Parses one document's text by its format. `file_stem` is the title of last resort.
+pub fn parse_document(
+    format: Format,
+    source: &str,
+    file_stem: &str,
+    warnings: &mut Vec<String>,
+    rel: &str,
+) -> ParsedDoc {
+    match format {
+        Format::Markdown => parse_markdown(source, file_stem, warnings, rel),
+        Format::Text => parse_text(source, file_stem),
+    }
+}
+
+/// Plain text: one section of paragraphs (runs of non-blank lines). The title is the first
+/// line when it reads like one (short, not ending a sentence), else the file name.
+pub fn parse_text(source: &str, file_stem: &str) -> ParsedDoc {
+    let mut blocks = Vec::new();
+    let mut current: Option<Block> = None;
+    for (i, line) in source.lines().enumerate() {
+        let n = i as u32 + 1;
+        if line.trim().is_empty() {
+            blocks.extend(current.take());
+            continue;
+        }
+        match &mut current {
+            Some(b) => {
+                b.text.push(' ');
+                b.text.push_str(line.trim());
+                b.line_end = n;
+            }
+            None => {
+                current = Some(Block {
+                    text: line.trim().to_owned(),
+                    line_start: n,
+                    line_end: n,
+                })
+            }
+        }
+    }
+    blocks.extend(current);
+    let first_line = source.lines().map(str::trim).find(|l| !l.is_empty());
+    let title = match first_line {
+        Some(l) if l.chars().count() <= 100 && !l.ends_with('.') => collapse(l),
+        _ => file_stem.to_owned(),
+    };
+    ParsedDoc {
+        front: FrontMatter::default(),
+        title,
+        sections: vec![Section {
+            headings: Vec::new(),
+            anchor: String::new(),
+            heading_line: None,
+            blocks,
+        }],
+    }
+}
+
+/// Lists the documents (markdown and plain text) under `root`, skipping hidden and git-ignored paths, sorted by
 /// relative path.
 pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
     let mut files = Vec::new();
@@ -45,11 +131,7 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
             continue;
         }
         let path = entry.path();
-        let is_md = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"));
-        if !is_md {
+        if Format::of(path).is_none() {
             continue;
         }
         let Ok(rel) = path.strip_prefix(root) else {
@@ -61,6 +143,7 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
             .collect::<Vec<_>>()
             .join("/");
         files.push(SourceFile {
+            format: Format::of(path).expect("filtered above"),
             abs: path.to_path_buf(),
             rel,
         });
@@ -110,6 +193,23 @@ pub struct ParsedDoc {
     pub sections: Vec<Section>,
 }
 
+/// The markdown dialect: CommonMark with tables, `{#id}` heading attributes, strikethrough,
+/// task lists and footnotes (the site renderer parses with the same, so anchors agree).
+pub(crate) fn markdown_options() -> Options {
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    options.insert(Options::ENABLE_HEADING_ATTRIBUTES);
+    options.insert(Options::ENABLE_STRIKETHROUGH);
+    options.insert(Options::ENABLE_TASKLISTS);
+    options.insert(Options::ENABLE_FOOTNOTES);
+    options
+}
+
+/// Where the markdown body starts, after any front matter.
+pub(crate) fn body_offset(source: &str) -> usize {
+    split_front_matter(source, &mut Vec::new(), "").1
+}
+
 /// Parses one markdown file's text. `file_stem` is the title of last resort.
 pub fn parse_markdown(
     source: &str,
@@ -121,12 +221,7 @@ pub fn parse_markdown(
     let body = &source[body_offset..];
     let lines = LineIndex::new(source);
 
-    let mut options = Options::empty();
-    options.insert(Options::ENABLE_TABLES);
-    options.insert(Options::ENABLE_HEADING_ATTRIBUTES);
-    options.insert(Options::ENABLE_STRIKETHROUGH);
-    options.insert(Options::ENABLE_TASKLISTS);
-    options.insert(Options::ENABLE_FOOTNOTES);
+    let options = markdown_options();
 
     // First pass: sections with raw heading levels.
     struct RawSection {
@@ -273,7 +368,7 @@ fn level_num(level: HeadingLevel) -> u8 {
     level as u8
 }
 
-fn collapse(s: &str) -> String {
+pub(crate) fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -316,7 +411,7 @@ impl Slugger {
         self.reserve(&base)
     }
 
-    fn reserve(&mut self, base: &str) -> String {
+    pub(crate) fn reserve(&mut self, base: &str) -> String {
         let mut candidate = base.to_owned();
         while let Some(n) = self.seen.get(&candidate).copied() {
             self.seen.insert(candidate.clone(), n + 1);
@@ -451,6 +546,34 @@ pub fn normalize_date(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_text_is_one_section_of_paragraphs_with_their_lines() {
+        let doc = parse_text(
+            "Release notes\n\n1.2 fixed\n  the widget.\n\n\nLast.\n",
+            "changes",
+        );
+        assert_eq!(doc.title, "Release notes");
+        assert_eq!(doc.sections.len(), 1);
+        let blocks: Vec<(&str, u32, u32)> = doc.sections[0]
+            .blocks
+            .iter()
+            .map(|b| (b.text.as_str(), b.line_start, b.line_end))
+            .collect();
+        assert_eq!(
+            blocks,
+            vec![
+                ("Release notes", 1, 1),
+                ("1.2 fixed the widget.", 3, 4),
+                ("Last.", 7, 7)
+            ]
+        );
+        assert_eq!(
+            parse_text("A sentence, not a title.\n", "stem").title,
+            "stem"
+        );
+        assert_eq!(parse_text("", "empty").sections[0].blocks, vec![]);
+    }
 
     fn parse(src: &str) -> ParsedDoc {
         parse_markdown(src, "stem", &mut Vec::new(), "t.md")

@@ -3,6 +3,7 @@
 mod build;
 mod chunk;
 mod ingest;
+mod site;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -40,6 +41,22 @@ enum Command {
     Dump {
         /// The bundle file.
         bundle: PathBuf,
+    },
+    /// Render every document (markdown, plain text) under DIR as a plain HTML site in OUT (replaced as a whole):
+    /// a page per document at its path with `.html`, headings carrying the bundle's anchors
+    /// (so a result's `documentPath` + `#anchor` lands on its section), raw HTML shown as text.
+    Site {
+        /// Folder of documents (the one the bundle is built from).
+        dir: PathBuf,
+        /// Directory to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// The site's name, in every page's header and title.
+        #[arg(long, default_value = "Documentation")]
+        title: String,
+        /// A file of HTML put into every page's <head> (e.g. the search component's script).
+        #[arg(long)]
+        head: Option<PathBuf>,
     },
     /// Cut a bundle into the split layout a browser loads piece by piece (core.bin, lexical
     /// and fragment shards, the whole bundle for semantic search) in directory OUT, replaced
@@ -110,6 +127,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build(args),
         Command::Inspect { bundle } => inspect(&bundle),
+        Command::Site {
+            dir,
+            out,
+            title,
+            head,
+        } => site(&dir, &out, &title, head.as_deref()),
         Command::Dump { bundle } => dump(&bundle),
         Command::Split {
             bundle,
@@ -191,6 +214,29 @@ fn inspect(path: &std::path::Path) -> Result<()> {
         "sections": sections,
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+fn site(
+    dir: &std::path::Path,
+    out: &std::path::Path,
+    title: &str,
+    head: Option<&std::path::Path>,
+) -> Result<()> {
+    let head = match head {
+        Some(p) => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
+        }
+        None => String::new(),
+    };
+    let (pages, warnings) = site::write_site(dir, out, title, &head)?;
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    println!(
+        "{}",
+        serde_json::json!({ "out": out, "pages": pages, "warnings": warnings })
+    );
     Ok(())
 }
 

@@ -33,7 +33,7 @@ fn reports_an_ingest_result_and_skips_unreadable_files_with_a_warning() {
     write(&docs, "guide.md", b"# Guide\n\nSome text about widgets.\n");
     write(&docs, "sub/more.md", b"# More\n\n## Part\n\nOther text.\n");
     write(&docs, "latin1.md", b"# Caf\xe9\n\nnot utf-8\n");
-    write(&docs, "notes.txt", b"not markdown");
+    write(&docs, "notes.rst", b"not a format docloupe reads");
     write(&docs, "ignored/x.md", b"# Ignored\n\nby .gitignore\n");
     write(&docs, ".gitignore", b"ignored/\n");
     let out = tmp.path().join("out.bundle");
@@ -73,11 +73,53 @@ fn reports_an_ingest_result_and_skips_unreadable_files_with_a_warning() {
 }
 
 #[test]
+fn plain_text_files_are_documents_of_type_txt_with_paragraph_line_ranges() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    write(
+        &docs,
+        "notes/changes.txt",
+        b"Release notes\n\n1.2 fixed the widget\ncache eviction.\n\n\nLast paragraph here.\n",
+    );
+    write(
+        &docs,
+        "long.txt",
+        b"This first line is a sentence, so it is no title.\n",
+    );
+    let out = tmp.path().join("out.bundle");
+    let o = build_fulltext(&docs, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let engine = docloupe::Engine::from_bundle(&std::fs::read(&out).unwrap(), None).unwrap();
+    let docs = &engine.bundle().expect("a whole bundle").docs;
+    let titles: Vec<(&str, &str, &str)> = docs
+        .documents
+        .iter()
+        .map(|d| (d.path.as_str(), d.title.as_str(), d.doc_type.as_str()))
+        .collect();
+    assert_eq!(
+        titles,
+        vec![
+            ("long.txt", "long", "txt"),
+            ("notes/changes.txt", "Release notes", "txt")
+        ]
+    );
+    let answer = engine
+        .search_json(r#"{"query": "widget eviction", "mode": "fulltext", "filters": {"documentTypes": ["txt"]}}"#)
+        .unwrap();
+    let answer = serde_json::to_value(&answer).unwrap();
+    let first = &answer["results"][0];
+    assert_eq!(first["documentPath"], "notes/changes.txt", "{answer}");
+    assert_eq!(first["documentType"], "txt");
+    assert_eq!(first["anchor"], "");
+    assert_eq!(answer["facets"]["documentTypes"]["txt"], 1, "{answer}");
+}
+
+#[test]
 fn an_empty_folder_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
     let o = build_fulltext(tmp.path(), &tmp.path().join("b"), &[]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("no markdown files"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no documents"), "{}", stderr(&o));
 }
 
 #[test]

@@ -1,0 +1,299 @@
+//! Site: a readable HTML rendering of a documentation folder, for the demo and for anyone
+//! who has markdown but no site generator.
+//!
+//! Every heading that is a section in the bundle gets the bundle's anchor as its `id` (the
+//! same `Slugger`, fed the same headings in the same order as `ingest::parse_markdown`), so a
+//! result's `documentPath` + `anchor` lands on the exact section of `path.html#anchor`.
+//! Raw HTML in the markdown is shown as text, never passed through: documentation that
+//! quotes `<script>` must not run it.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, Parser, Tag, TagEnd};
+
+use crate::ingest::{self, collapse, markdown_options, Format, Slugger};
+
+/// One rendered page.
+pub struct Page {
+    /// Relative path of the output, `guide/install.html` for `guide/install.md`.
+    pub path: String,
+    pub title: String,
+    pub html: String,
+}
+
+/// Where a document's page lives: its relative path with `.md`/`.markdown` replaced by `.html`,
+/// other formats' with `.html` appended (`notes.txt.html`), so no two documents share a page.
+pub fn page_path(rel: &str) -> String {
+    let stem = rel
+        .strip_suffix(".md")
+        .or_else(|| rel.strip_suffix(".markdown"))
+        .unwrap_or(rel);
+    format!("{stem}.html")
+}
+
+/// A plain-text document: its title, then the text as it is (line breaks kept).
+fn render_text(title: &str, source: &str) -> String {
+    format!(
+        "<h1>{}</h1>\n<pre class=\"plain-text\">{}</pre>\n",
+        escape(title),
+        escape(source)
+    )
+}
+
+/// The markdown body (front matter already cut off) as HTML, headings carrying the bundle's
+/// anchors.
+pub fn render_body(body: &str) -> String {
+    let events: Vec<Event> = Parser::new_ext(body, markdown_options()).collect();
+    let mut slugs = Slugger::default();
+    let mut out = Vec::with_capacity(events.len());
+    let mut depth = 0usize;
+    for (i, event) in events.iter().enumerate() {
+        let event = match event {
+            Event::Start(Tag::Heading {
+                level,
+                id,
+                classes,
+                attrs,
+            }) if depth == 0 => {
+                depth += 1;
+                let anchor = match id {
+                    Some(id) => slugs.reserve(id),
+                    None => slugs.slug(&collapse(&heading_text(&events[i + 1..]))),
+                };
+                Event::Start(Tag::Heading {
+                    level: *level,
+                    id: Some(CowStr::from(anchor)),
+                    classes: classes.clone(),
+                    attrs: attrs.clone(),
+                })
+            }
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => {
+                depth += 1;
+                Event::Start(Tag::Link {
+                    link_type: *link_type,
+                    dest_url: CowStr::from(link_target(dest_url)),
+                    title: title.clone(),
+                    id: id.clone(),
+                })
+            }
+            // A raw HTML block reads best as what it is: code.
+            Event::Start(Tag::HtmlBlock) => {
+                depth += 1;
+                Event::Start(Tag::CodeBlock(CodeBlockKind::Indented))
+            }
+            Event::End(TagEnd::HtmlBlock) => {
+                depth = depth.saturating_sub(1);
+                Event::End(TagEnd::CodeBlock)
+            }
+            Event::Start(tag) => {
+                depth += 1;
+                Event::Start(tag.clone())
+            }
+            Event::End(end) => {
+                depth = depth.saturating_sub(1);
+                Event::End(*end)
+            }
+            // Shown, not run (the bundle drops raw HTML from the indexed text altogether).
+            Event::Html(h) | Event::InlineHtml(h) => Event::Text(h.clone()),
+            other => other.clone(),
+        };
+        out.push(event);
+    }
+    let mut html_out = String::with_capacity(body.len() * 3 / 2);
+    html::push_html(&mut html_out, out.into_iter());
+    html_out
+}
+
+/// A heading's text as `parse_markdown` collects it: text and code spans, breaks as spaces.
+fn heading_text(events: &[Event]) -> String {
+    let mut text = String::new();
+    for event in events {
+        match event {
+            Event::End(TagEnd::Heading(_)) => break,
+            Event::Text(t) | Event::Code(t) => text.push_str(t),
+            Event::SoftBreak => text.push(' '),
+            Event::HardBreak => text.push('\n'),
+            _ => {}
+        }
+    }
+    text
+}
+
+/// Links to other markdown pages point at their rendered pages; everything else is kept.
+fn link_target(dest: &str) -> String {
+    let (path, fragment) = match dest.find('#') {
+        Some(i) => dest.split_at(i),
+        None => (dest, ""),
+    };
+    let external = path.contains("://") || path.starts_with("mailto:") || path.starts_with('/');
+    if !external && (path.ends_with(".md") || path.ends_with(".markdown")) {
+        format!("{}{fragment}", page_path(path))
+    } else {
+        dest.to_owned()
+    }
+}
+
+/// Escapes text for an HTML text node or a double-quoted attribute.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    html::push_html(&mut out, std::iter::once(Event::Text(CowStr::from(s))));
+    out.replace('"', "&quot;")
+}
+
+/// Renders every document under `root` into pages (the caller writes them). Unreadable
+/// files are skipped with a warning, as in a build.
+pub fn render_site(root: &Path, warnings: &mut Vec<String>) -> Result<Vec<Page>> {
+    let files = ingest::discover(root, warnings);
+    let mut pages = Vec::with_capacity(files.len());
+    for file in files {
+        let source = match std::fs::read(&file.abs)
+            .map_err(|e| e.to_string())
+            .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".to_owned()))
+        {
+            Ok(s) => s,
+            Err(e) => {
+                warnings.push(format!("skipped {}: {e}", file.rel));
+                continue;
+            }
+        };
+        let stem = Path::new(&file.rel)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut ignored = Vec::new();
+        let parsed = ingest::parse_document(file.format, &source, &stem, &mut ignored, &file.rel);
+        let html = match file.format {
+            Format::Markdown => render_body(&source[ingest::body_offset(&source)..]),
+            Format::Text => render_text(&parsed.title, &source),
+        };
+        pages.push(Page {
+            path: page_path(&file.rel),
+            title: parsed.title,
+            html,
+        });
+    }
+    if pages.is_empty() {
+        anyhow::bail!(
+            "no documents (*.md, *.markdown, *.txt) under {}",
+            root.display()
+        );
+    }
+    Ok(pages)
+}
+
+/// Wraps each page in the site's layout: a header with the site title and the search box,
+/// a list of every page, the article. `head` is inserted into every `<head>` as it is (the
+/// search component's script and configuration).
+pub fn layout(pages: &[Page], site_title: &str, head: &str) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::with_capacity(pages.len() + 2);
+    for page in pages {
+        let root = "../".repeat(page.path.matches('/').count());
+        let nav = nav(pages, &root, Some(&page.path));
+        let html = format!(
+            "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <title>{title} · {site}</title>\n<link rel=\"stylesheet\" href=\"{root}site.css\">\n{head}\n</head>\n\
+             <body>\n<header class=\"site-header\"><a class=\"site-title\" href=\"{root}index.html\">{site}</a>\
+             <docloupe-search></docloupe-search></header>\n<div class=\"site-body\">\n{nav}\n\
+             <main id=\"content\"><article>\n{body}</article></main>\n</div>\n</body>\n</html>\n",
+            title = escape(&page.title),
+            site = escape(site_title),
+            body = page.html,
+        );
+        files.push((page.path.clone(), html.into_bytes()));
+    }
+    let index = format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{site}</title>\n<link rel=\"stylesheet\" href=\"site.css\">\n{head}\n</head>\n\
+         <body>\n<header class=\"site-header\"><a class=\"site-title\" href=\"index.html\">{site}</a>\
+         <docloupe-search></docloupe-search></header>\n<div class=\"site-body\">\n{nav}\n\
+         <main id=\"content\"><article>\n<h1>{site}</h1>\n<p>{n} pages. Search with Ctrl+K or /.</p>\n</article></main>\n</div>\n</body>\n</html>\n",
+        site = escape(site_title),
+        nav = nav(pages, "", None),
+        n = pages.len(),
+    );
+    // A top-level index.md is the home page; otherwise the list of pages is.
+    if !pages.iter().any(|p| p.path == "index.html") {
+        files.push(("index.html".into(), index.into_bytes()));
+    }
+    files.push(("site.css".into(), SITE_CSS.as_bytes().to_vec()));
+    files
+}
+
+fn nav(pages: &[Page], root: &str, current: Option<&str>) -> String {
+    let mut out = String::from("<nav class=\"site-nav\" aria-label=\"Pages\"><ul>\n");
+    for p in pages {
+        let here = if current == Some(p.path.as_str()) {
+            " aria-current=\"page\""
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "<li><a href=\"{root}{}\"{here}>{}</a></li>\n",
+            escape(&p.path),
+            escape(&p.title)
+        ));
+    }
+    out.push_str("</ul></nav>");
+    out
+}
+
+/// `index-builder site DIR --out OUT`: renders and writes the whole site atomically.
+pub fn write_site(
+    root: &Path,
+    out: &Path,
+    title: &str,
+    head: &str,
+) -> Result<(usize, Vec<String>)> {
+    let mut warnings = Vec::new();
+    let pages = render_site(root, &mut warnings)?;
+    let files = layout(&pages, title, head);
+    crate::build::write_dir_atomically(out, &files)
+        .with_context(|| format!("cannot write the site to {}", out.display()))?;
+    Ok((pages.len(), warnings))
+}
+
+const SITE_CSS: &str = include_str!("site.css");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headings_carry_the_bundles_anchors_and_raw_html_is_text() {
+        let md = "# Title\n\nIntro <img src=x onerror=alert(1)>\n\n## Set up\n\ntext\n\n## Set up\n\nmore\n\n\
+                  ### Custom {#mine}\n\nx\n\n<script>alert(1)</script>\n\nSee [install](install.md#windows) \
+                  and [web](https://example.com/a.md).\n";
+        let html = render_body(md);
+        assert!(html.contains("<h1 id=\"title\">"), "{html}");
+        assert!(html.contains("<h2 id=\"set-up\">"), "{html}");
+        assert!(html.contains("<h2 id=\"set-up-1\">"), "{html}");
+        assert!(html.contains("<h3 id=\"mine\">"), "{html}");
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(html.contains("href=\"install.html#windows\""), "{html}");
+        assert!(html.contains("href=\"https://example.com/a.md\""), "{html}");
+    }
+
+    #[test]
+    fn pages_live_beside_their_sources() {
+        assert_eq!(page_path("guide/install.md"), "guide/install.html");
+        assert_eq!(page_path("a.markdown"), "a.html");
+        assert_eq!(page_path("notes/changes.txt"), "notes/changes.txt.html");
+        assert_eq!(
+            escape("<a href=\"x\">&"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;"
+        );
+    }
+}
