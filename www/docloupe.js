@@ -57,9 +57,15 @@ class WorkerEngine {
   }
 
   call(op, arg) {
+    let settle;
+    const settled = new Promise((r) => (settle = r));
     return new Promise((resolve, reject) => {
       const id = this.#next++;
-      this.#pending.set(id, { resolve, reject });
+      const done = (f) => (v) => {
+        settle();
+        f(v);
+      };
+      this.#pending.set(id, { resolve: done(resolve), reject: done(reject), settled });
       try {
         this.#worker.postMessage({ id, op, arg });
       } catch (e) {
@@ -74,6 +80,14 @@ class WorkerEngine {
     this.#worker.terminate();
     for (const p of this.#pending.values()) p.reject(contractError('INTERNAL_ERROR', 'the engine is closed'));
     this.#pending.clear();
+  }
+
+  /** Terminates the worker once the calls already sent have been answered. */
+  async retire() {
+    while (this.#pending.size) {
+      await Promise.allSettled([...this.#pending.values()].map((p) => p.settled));
+    }
+    this.close();
   }
 }
 
@@ -100,8 +114,18 @@ function startWorker() {
   }
 }
 
+/** What a closed engine answers. */
+class ClosedEngine {
+  call() {
+    return Promise.reject(contractError('INTERNAL_ERROR', 'the engine is closed'));
+  }
+
+  close() {}
+}
+
 export class Docloupe {
   #backend;
+  #models = null; // the worker loading the models, while it does
   #status = null;
   #listeners = new Set();
   #readyResolve;
@@ -129,12 +153,15 @@ export class Docloupe {
       if (w) {
         const engine = new Docloupe('worker');
         if (onStatus) engine.onStatus(onStatus);
-        engine.#backend = new WorkerEngine(w, { status: (s) => engine.#update(s) });
+        const lexical = new WorkerEngine(w, { status: (s) => engine.#backend === lexical && engine.#update(s) });
+        engine.#backend = lexical;
         try {
-          engine.#update(await engine.#backend.call('open', opts));
+          const status = await lexical.call('open', { ...opts, stage: 'lexical' });
+          engine.#update(status);
+          if (status.phase === 'loading-models') engine.#loadModels(opts, lexical);
           return engine;
         } catch (e) {
-          engine.#backend.close();
+          lexical.close();
           // A worker that could not even start its module falls back; an engine error is final.
           if (e?.details?.reason !== 'worker_failed') throw errorOf(e);
         }
@@ -150,6 +177,32 @@ export class Docloupe {
       throw errorOf(e);
     }
     return engine;
+  }
+
+  /**
+   * The second stage of progressive loading, in a worker of its own: the full build and the
+   * models. The lexical worker answers meanwhile; once the models are in, searches go to the
+   * new worker and the lexical one is retired after its last answer. If they fail, the
+   * lexical worker stays and says why (phase "failed").
+   */
+  async #loadModels(opts, lexical) {
+    const w = startWorker();
+    const models = w && new WorkerEngine(w, { status: (s) => this.#backend === models && this.#update(s) });
+    this.#models = models;
+    try {
+      if (!models) throw contractError('INTERNAL_ERROR', 'no worker for the models');
+      const status = await models.call('open', { ...opts, stage: 'models' });
+      if (this.#backend !== lexical) return models.close(); // closed meanwhile
+      this.#backend = models;
+      this.#update(status);
+      lexical.retire();
+    } catch (e) {
+      models?.close();
+      if (this.#backend !== lexical) return;
+      this.#update(await lexical.call('modelsFailed', errorOf(e)).catch(() => null));
+    } finally {
+      this.#models = null;
+    }
   }
 
   /** The contract: resolves with the response object or the error object; never rejects. */
@@ -174,6 +227,8 @@ export class Docloupe {
 
   close() {
     this.#backend?.close();
+    this.#models?.close();
+    this.#backend = new ClosedEngine();
     this.#status = { ...this.#status, phase: 'closed' };
     this.#readyResolve(this.status());
   }

@@ -6,6 +6,9 @@
 // fulltext at once. Then, in the background, the full build and the models load into a second
 // instance; until it replaces the first, semantic and hybrid requests are answered lexically
 // with `fallbackApplied: true, degradedReason: "models_loading"` (the engine's own flag).
+// In a browser docloupe.js runs the two stages in two workers (`open({stage})`), because
+// loading a model (decoding the bundle, optimizing the graph) is seconds of synchronous wasm
+// that would hold up every search queued behind it; without workers one host does both.
 //
 // Split bundles (`index-builder split`; `bundle` is then the directory's URL, ending in "/"):
 // only core.bin is fetched at open. A search the lexical engine cannot finish yet answers
@@ -140,10 +143,16 @@ export class Host {
   }
 
   /**
-   * Opens the bundle with the lexical build and starts loading the models, if any, in the
-   * background. Resolves once fulltext can be answered; rejects with a contract error object.
+   * Opens the bundle. `stage` says how much of progressive loading this host does:
+   * - "all" (default): the lexical build first, resolving once fulltext can be answered, then
+   *   the models, if any, in the background, in this same thread;
+   * - "lexical": the same first step, but the models load elsewhere (docloupe.js gives them a
+   *   worker of their own, so loading them never stalls a search): semantic and hybrid are
+   *   answered lexically, flagged, until `modelsFailed()` or the host is dropped;
+   * - "models": only the full build with the models, resolving when they are in.
+   * Rejects with a contract error object.
    */
-  async open({ bundle, models, wasm, kernels = 'fast' } = {}) {
+  async open({ bundle, models, wasm, kernels = 'fast', stage = 'all' } = {}) {
     const started = performance.now();
     if (bundle === undefined || bundle === null) {
       throw contractError('INVALID_REQUEST', 'open() needs a bundle (URL or bytes)', { field: 'bundle' });
@@ -151,11 +160,20 @@ export class Host {
     if (kernels !== 'fast' && kernels !== 'portable') {
       throw contractError('INVALID_REQUEST', 'kernels must be "fast" or "portable"', { field: 'kernels' });
     }
+    if (!['all', 'lexical', 'models'].includes(stage)) {
+      throw contractError('INVALID_REQUEST', 'stage must be "all", "lexical" or "models"', { field: 'stage' });
+    }
     this.#lexical = new Build('lexical', wasm?.lexical);
     // The models' build: simd128 kernels, or the portable build whose answers equal native's
     // (`--kernels portable`) byte for byte.
     this.#full = kernels === 'portable' ? new Build('portable', wasm?.portable) : new Build('full', wasm?.full);
     this.#split = splitDirectory(bundle);
+    if (stage === 'models') {
+      if (!this.#split) this.#bundle = await loadBytes(bundle, 'bundle');
+      this.#current = await this.#openFull(models);
+      this.#setStatus({ phase: 'ready', modelsMs: performance.now() - started });
+      return this.status();
+    }
     const source = this.#split ? new URL('core.bin', this.#split) : bundle;
     const [bytes, glue] = await Promise.all([loadBytes(source, 'bundle'), this.#lexical.instantiate()]);
     if (this.#split) this.#core = bytes;
@@ -169,7 +187,17 @@ export class Host {
       phase: canUseModels ? 'loading-models' : 'ready',
       openMs: performance.now() - started,
     });
-    if (canUseModels) this.#loadModels(models, started); // in the background, by design
+    if (canUseModels && stage === 'all') this.#loadModels(models, started); // in the background, by design
+    return this.status();
+  }
+
+  /**
+   * The models could not be loaded where they were loading (stage "lexical"): semantic and
+   * hybrid now get the contract's "model not loaded" errors instead of the loading flag.
+   */
+  modelsFailed(error) {
+    this.#current?.engine.setModelsLoading(false);
+    this.#setStatus({ phase: 'failed', error: asContractError(error, 'loading the models failed: ') });
     return this.status();
   }
 
@@ -178,26 +206,29 @@ export class Host {
     return this.#split ? glue.Engine.openSplit(this.#core) : new glue.Engine(this.#bundle);
   }
 
+  /** The full build over the whole bundle (a split bundle's bundle.bin) with the models. */
+  async #openFull(models) {
+    const [loaded, whole] = await Promise.all([
+      fetchModels(models),
+      this.#bundle ?? loadBytes(new URL('bundle.bin', this.#split), 'bundle'),
+    ]);
+    this.#models = loaded;
+    this.#bundle = whole;
+    return Instance.create(this.#full, (g) => new g.Engine(whole), (e) => installModels(e, this.#models));
+  }
+
   async #loadModels(models, started) {
     try {
-      const [loaded, whole] = await Promise.all([
-        fetchModels(models),
-        this.#bundle ?? loadBytes(new URL('bundle.bin', this.#split), 'bundle'),
-      ]);
-      this.#models = loaded;
-      this.#bundle = whole;
-      const full = await Instance.create(this.#full, (g) => new g.Engine(whole), (e) => installModels(e, this.#models));
+      const full = await this.#openFull(models);
       if (this.#closed) return full.free();
       const lexical = this.#current;
       this.#current = full;
       lexical.free();
       this.#setStatus({ phase: 'ready', modelsMs: performance.now() - started });
     } catch (e) {
-      // The lexical instance keeps serving; semantic and hybrid now get the contract's
-      // "model not loaded" errors instead of the loading flag, and the status says why.
-      this.#current?.engine.setModelsLoading(false);
+      // The lexical instance keeps serving, and the status says why.
       this.#models = null;
-      this.#setStatus({ phase: 'failed', error: asContractError(e, 'loading the models failed: ') });
+      this.modelsFailed(e);
     }
   }
 
@@ -290,6 +321,7 @@ export class Host {
     if (op === 'open') return this.open(arg);
     if (op === 'search') return this.search(arg);
     if (op === 'status') return this.status();
+    if (op === 'modelsFailed') return this.modelsFailed(arg);
     if (op === 'close') return this.close();
     throw contractError('INTERNAL_ERROR', `unknown engine operation ${op}`);
   }
