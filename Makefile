@@ -8,14 +8,18 @@ export DOCLOUPE_CACHE := $(CACHE)
 MODEL_DIR   := $(CACHE)/models/all-MiniLM-L6-v2
 CARGO       ?= cargo
 RELEASE_BIN := target/release
-DEMO_BUNDLE := $(CACHE)/demo/docs.bundle
+DEMO_DIR    := $(CACHE)/demo
+DEMO_BUNDLE := $(DEMO_DIR)/docs.bundle
 RERANKER_DIR := prebuild/reranker/model
+# What the demo site serves (serve.mjs and precache.mjs take the same URL=DIR mounts).
+DEMO_MOUNTS := /=$(DEMO_DIR)/site /demo/=www/demo /www/=www /data/docs/=$(DEMO_DIR)/docs \
+  --no-compress /models/=$(MODEL_DIR) /reranker/=$(RERANKER_DIR)
 # apt needs root; elsewhere sudo.
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm models demo-docs build wasm wasm-site demo test test-wasm lint unit bench bench-quality bench-web reranker clean-cache
+.PHONY: help setup setup-wasm models demo-docs build wasm wasm-site demo test test-wasm test-web lint unit bench bench-quality bench-web reranker try-recipes clean-cache
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -26,6 +30,7 @@ help:
 	@echo "make models fetch, convert and quantize the embedding model into $(MODEL_DIR)"
 	@echo "make wasm   build the lexical, full and portable wasm packages into www/pkg"
 	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
+	@echo "make try-recipes  build a sample site with mdBook, VitePress, Docusaurus, Starlight + docloupe; check each in Chromium"
 
 # Toolchain pieces a fresh machine may lack; each step is skipped when already present.
 setup:
@@ -68,13 +73,16 @@ demo: models build wasm-site
 	echo "== building the demo bundle from $$docs"; \
 	$(RELEASE_BIN)/index-builder build "$$docs" --out $(DEMO_BUNDLE) --project npm/cli-docs --quiet \
 	  | python3 -c 'import json,sys; r=json.load(sys.stdin); r["warnings"]=len(r["warnings"]); print(json.dumps(r))'; \
+	$(RELEASE_BIN)/index-builder split $(DEMO_BUNDLE) --out $(DEMO_DIR)/docs >/dev/null; \
+	$(RELEASE_BIN)/index-builder site "$$docs" --out $(DEMO_DIR)/site --title "npm CLI docs" --head www/demo/head.html; \
 	for q in "how do I publish a scoped package" "remove a dependency from package.json" "Where does npm keep its cache?"; do \
 	  echo; echo "== docloupe search \"$$q\""; \
 	  $(RELEASE_BIN)/docloupe search --bundle $(DEMO_BUNDLE) --limit 3 "$$q"; \
 	done
-	@echo; echo "== the same engine in the browser: http://127.0.0.1:8080/?q=publish+a+scoped+package"
-	@node www/serve.mjs --port 8080 --brotli-cache $(CACHE)/brotli /=www/demo /www/=www \
-	  /data/=$(dir $(DEMO_BUNDLE)) --no-compress /models/=$(MODEL_DIR) /reranker/=$(RERANKER_DIR)
+	@node www/precache.mjs --out $(DEMO_DIR)/site/docloupe-sw.js --exclude /www/pkg/portable/ --exclude /models/model.fp32.onnx \
+	  --lazy /www/docloupe.js --lazy /www/host.js --lazy /www/worker.js --lazy /www/pkg/ --lazy /data/ --lazy /models/ --lazy /reranker/ $(DEMO_MOUNTS) >/dev/null
+	@echo; echo "== the docs site with the same engine in the browser: http://127.0.0.1:8080/ (Ctrl+K or / to search)"
+	@node www/serve.mjs --port 8080 --csp --brotli-cache $(CACHE)/brotli $(DEMO_MOUNTS)
 
 lint: setup-wasm
 	$(CARGO) fmt --all -- --check
@@ -90,7 +98,11 @@ unit: build
 test-wasm: models build wasm
 	MODEL_DIR=$(MODEL_DIR) bash tests/wasm/run.sh
 
-test: models lint unit test-wasm
+# The docs site and <docloupe-search> in headless Chromium (screenshots in target/test-output/web).
+test-web: models build wasm
+	MODEL_DIR=$(MODEL_DIR) bash tests/web/run.sh
+
+test: models lint unit test-wasm test-web
 
 bench: models build
 	python3 tests/bench/build_bench.py
@@ -107,6 +119,11 @@ bench-quality: models build
 bench-web: models build wasm
 	@cd tests/bench/web && npm ci --no-audit --no-fund --loglevel=error
 	node tests/bench/web/bench.mjs --model-dir $(MODEL_DIR) --reranker-dir $(RERANKER_DIR)
+
+# Manual, not in `make test`: the docloupe recipes for four site generators (tests/recipes/README.md).
+# Needs the npm registry and crates.io (mdbook); installs go to $(CACHE)/recipes.
+try-recipes: models build wasm
+	bash tests/recipes/try.sh
 
 clean-cache:
 	rm -rf $(CACHE)

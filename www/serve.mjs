@@ -2,7 +2,7 @@
 // report requests and bytes on the wire as a CDN would serve them: brotli (quality 11) when
 // the browser accepts it, except for files that are compressed already. The demo, the browser
 // tests and the benchmarks all use it. As a command (`make demo`):
-//   node www/serve.mjs [--port 8080] [--brotli-cache DIR] /=www/demo /www/=www [--no-compress] /models/=DIR ...
+//   node www/serve.mjs [--port 8080] [--brotli-cache DIR] [--csp] /=SITE /www/=www [--no-compress] /models/=DIR ...
 // (--no-compress applies to the mounts after it: model weights barely compress, and brotli 11
 // on them takes minutes.)
 import { createHash } from 'node:crypto';
@@ -27,6 +27,25 @@ const TYPES = {
 };
 const OCTETS = 'application/octet-stream';
 
+/**
+ * A strict Content-Security-Policy under which docloupe and <docloupe-search> work (served by
+ * `make demo` and the site tests, documented in www/README.md): scripts, workers, styles and
+ * data from the site's own origin only; 'wasm-unsafe-eval' lets the page and its worker
+ * compile WebAssembly (and nothing else: no eval, no inline script or style).
+ */
+export const CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
+  "worker-src 'self'",
+  "connect-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 // Pagefind gzips its index chunks, fragments, metadata and wasm itself (they start with the
 // gzip magic bytes, and pagefind.js gunzips them in the page), so they go out as they are.
 const PRECOMPRESSED = new Set(['.pf_meta', '.pf_index', '.pf_fragment', '.pf_filter', '.pagefind']);
@@ -37,10 +56,11 @@ const PRECOMPRESSED = new Set(['.pf_meta', '.pf_index', '.pf_fragment', '.pf_fil
  * uncompressed (e.g. fp32 model weights: brotli 11 runs at ~1 MB/s and saves ~8% on them).
  * With `brotliCacheDir`, compressed bodies are also kept on disk, keyed by content hash,
  * so a later run does not pay for brotli 11 on multi-megabyte wasm files again.
+ * `headers` are added to every response (e.g. a Content-Security-Policy).
  * Resolves to {url, reset(), stats(), close()}; stats() → {requests, bytes, list:[{url, bytes}]},
  * bytes being response body bytes as sent (headers are not counted).
  */
-export async function startServer(roots, { brotliCacheDir, port = 0 } = {}) {
+export async function startServer(roots, { brotliCacheDir, port = 0, headers: extraHeaders = {} } = {}) {
   const mounts = Object.entries(roots)
     .map(([prefix, root]) => {
       const { dir, compress = true } = typeof root === 'string' ? { dir: root } : root;
@@ -103,7 +123,7 @@ export async function startServer(roots, { brotliCacheDir, port = 0 } = {}) {
 
   function send(req, res, status, headers, body) {
     list.push({ url: req.url, status, bytes: body.length });
-    res.writeHead(status, { ...headers, 'Content-Length': body.length });
+    res.writeHead(status, { ...extraHeaders, ...headers, 'Content-Length': body.length });
     res.end(body);
   }
 
@@ -156,8 +176,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
   const args = process.argv.slice(2);
   let port = 8080, compress = true, brotliCacheDir;
   const roots = {};
+  const headers = {};
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--port') port = Number(args[++i]);
+    else if (args[i] === '--csp') headers['Content-Security-Policy'] = CSP;
     else if (args[i] === '--no-compress') compress = false;
     else if (args[i] === '--brotli-cache') brotliCacheDir = args[++i];
     else {
@@ -166,7 +188,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
       roots[args[i].slice(0, eq)] = { dir: args[i].slice(eq + 1), compress };
     }
   }
-  const server = await startServer(roots, { port, brotliCacheDir });
+  const server = await startServer(roots, { port, brotliCacheDir, headers });
   console.log(`serving on ${server.url}/ (Ctrl-C to stop)`);
   process.on('SIGINT', () => server.close().then(() => process.exit(0)));
 }

@@ -1,0 +1,327 @@
+// <docloupe-search> on a docs site made by `index-builder site`, in real headless Chromium
+// (playwright-core driving Debian's chromium): what a reader does, end to end. The site is
+// served under the strict Content-Security-Policy www/README.md documents, and every test
+// fails on a CSP violation, a page error or a JS dialog. Each test saves a screenshot under
+// target/test-output/web/. Run by tests/web/run.sh (env: DOCLOUPE_SITE, the rendered site;
+// DOCLOUPE_SITE_BUNDLE, its split bundle; DOCLOUPE_MODEL_DIR, DOCLOUPE_RERANKER_DIR).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { CSP, startServer } from '../../www/serve.mjs';
+import { writeServiceWorker } from '../../www/precache.mjs';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../www/chromium.mjs';
+import { env } from '../wasm/env.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const require = createRequire(path.join(ROOT, 'www/package.json'));
+const { chromium } = require('playwright-core');
+const AXE = require.resolve('axe-core/axe.min.js');
+const SHOTS = path.join(ROOT, 'target/test-output/web');
+fs.mkdirSync(SHOTS, { recursive: true });
+
+// What the site serves, as make demo serves the demo (www/demo/search.js configures the
+// component with these URLs and registers /docloupe-sw.js).
+const SITE = env('DOCLOUPE_SITE');
+const MOUNTS = {
+  '/': SITE,
+  '/data/docs/': env('DOCLOUPE_SITE_BUNDLE'),
+  '/demo/': path.join(ROOT, 'www/demo'),
+  '/www/': { dir: path.join(ROOT, 'www'), compress: false },
+  '/models/': { dir: env('DOCLOUPE_MODEL_DIR'), compress: false },
+  '/reranker/': { dir: env('DOCLOUPE_RERANKER_DIR'), compress: false },
+};
+const serve = () => startServer(MOUNTS, { headers: { 'Content-Security-Policy': CSP } });
+
+let server, browser;
+
+before(async () => {
+  const mounts = Object.entries(MOUNTS).map(([prefix, m]) => [prefix, typeof m === 'string' ? m : m.dir]);
+  await writeServiceWorker(path.join(SITE, 'docloupe-sw.js'), mounts, {
+    exclude: ['/www/pkg/portable/', '/models/model.fp32.onnx'],
+    lazy: ['/www/docloupe.js', '/www/host.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'],
+  });
+  server = await serve();
+  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 60_000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/**
+ * A fresh visitor. Alerts/confirms, page errors and CSP violations are recorded; `check()`
+ * asserts there were none.
+ */
+async function visit(url = '/', { origin = server.url, ...contextOptions } = {}) {
+  const context = await browser.newContext(contextOptions);
+  const page = await context.newPage();
+  page.setDefaultTimeout(60_000);
+  const dialogs = [];
+  const errors = [];
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => m.type() === 'error' && /Content Security Policy/.test(m.text()) && errors.push(m.text()));
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  await page.goto(origin + url);
+  await page.waitForFunction(() => customElements.get('docloupe-search'));
+  const check = async () => {
+    assert.deepEqual(dialogs, [], 'no JS dialog');
+    assert.deepEqual(errors, [], 'no page error');
+    assert.deepEqual(await page.evaluate(() => window.__csp), [], 'no CSP violation');
+  };
+  return { context, page, check };
+}
+
+const shot = (page, name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+const box = (page) => page.getByRole('combobox', { name: 'Search the documentation' });
+const options = (page) => page.locator('[role="option"]');
+const selected = (page) => page.locator('[role="option"][aria-selected="true"]');
+/** Resolves when the models are in: the status line has nothing left to say. */
+const modelsReady = (page) =>
+  page.waitForFunction(() => document.querySelector('.dls-status')?.textContent === '', null, { timeout: 120_000 });
+
+async function search(page, query, open = 'Control+k') {
+  await page.keyboard.press(open);
+  const input = box(page);
+  await input.fill('');
+  await input.pressSequentially(query, { delay: 15 });
+  await options(page).first().waitFor();
+  return input;
+}
+
+/** What the server sent under these URL prefixes since `since` requests. */
+const fetched = (since, prefixes) =>
+  server.stats().list.slice(since).filter((r) => prefixes.some((p) => r.url.startsWith(p))).map((r) => r.url);
+const ENGINE = ['/www/docloupe.js', '/www/host.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'];
+
+test('a page view loads no engine, bundle or models until the reader reaches for the search', async () => {
+  const since = server.stats().requests;
+  const { context, page, check } = await visit('/guide/install.html');
+  // The offline worker installs with the pages only.
+  await page.evaluate(() => navigator.serviceWorker.ready.then(() => undefined));
+  await page.waitForTimeout(500);
+  assert.deepEqual(fetched(since, ENGINE), []);
+  await page.getByRole('button', { name: /Search docs/ }).hover();
+  await page.waitForFunction(() => document.querySelector('.dls-status')?.textContent !== 'Loading the search…');
+  const loaded = fetched(since, ENGINE);
+  for (const f of ['/www/docloupe.js', '/www/pkg/lexical/docloupe_bg.wasm', '/data/docs/core.bin']) assert.ok(loaded.includes(f), `${f} in ${loaded}`);
+  await check();
+  await context.close();
+});
+
+test('Ctrl-K opens the search; typing shows highlighted results; arrows and Enter land on the section', async () => {
+  const { context, page, check } = await visit('/guide/install.html');
+  await page.keyboard.press('Control+k');
+  const input = box(page);
+  await input.waitFor({ state: 'visible' });
+  assert.equal(await input.evaluate((e) => e === document.activeElement), true, 'the input has focus');
+  await input.pressSequentially('cache size', { delay: 20 });
+  await options(page).first().waitFor();
+  assert.ok(await page.locator('[role="option"] mark').count() > 0, 'terms are highlighted');
+  assert.match(await options(page).first().textContent(), /Cache size/);
+  assert.equal(await input.getAttribute('aria-expanded'), 'true');
+  assert.equal(await input.getAttribute('aria-activedescendant'), await selected(page).getAttribute('id'));
+  // Results are grouped per document, each group labelled by its title and path.
+  assert.match(await page.locator('.dls-group').first().locator('.dls-doc').textContent(), /Configuring the cache.*guide\/caching\.md/);
+  await shot(page, 'results');
+
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await selected(page).getAttribute('data-index'), '1');
+  await page.keyboard.press('ArrowUp');
+  assert.match(await selected(page).textContent(), /Cache size/);
+  await Promise.all([page.waitForURL(/\/guide\/caching\.html#cache-size$/), page.keyboard.press('Enter')]);
+  assert.equal(await page.evaluate(() => document.querySelector(':target')?.id), 'cache-size', 'landed on the section');
+  await shot(page, 'landed-on-section');
+  await check();
+  await context.close();
+});
+
+test('"/" and Cmd-K open it too; Esc clears, then closes and gives focus back; recent searches come back', async () => {
+  const { context, page, check } = await visit('/');
+  const input = await search(page, 'purge', '/');
+  await Promise.all([page.waitForURL(/caching\.html#purging$/), page.keyboard.press('Enter')]);
+  await page.keyboard.press('Meta+k');
+  await page.getByRole('button', { name: 'purge' }).waitFor();
+  await shot(page, 'recent-searches');
+  await page.getByRole('button', { name: 'purge' }).click();
+  await options(page).first().waitFor();
+  assert.equal(await input.inputValue(), 'purge');
+  await page.keyboard.press('Escape');
+  assert.equal(await input.inputValue(), '');
+  await page.keyboard.press('Escape');
+  assert.equal(await page.locator('dialog[open]').count(), 0);
+
+  // Opened from its button, closed with Esc: focus returns to the button.
+  const button = page.getByRole('button', { name: /Search docs/ });
+  await button.click();
+  await input.waitFor({ state: 'visible' });
+  await page.keyboard.press('Escape');
+  assert.equal(await button.evaluate((b) => b === document.activeElement), true, 'focus is back on the button');
+  await check();
+  await context.close();
+});
+
+test('a Russian query finds the Russian page, with highlights', async () => {
+  const { context, page, check } = await visit('/');
+  await search(page, 'обновить сервер');
+  assert.match(await options(page).first().textContent(), /Обновление/);
+  assert.ok(await options(page).first().locator('mark').count() > 0);
+  await shot(page, 'russian');
+  await check();
+  await context.close();
+});
+
+test('markup quoted in the docs is shown as text, in results and on the page; nothing runs', async () => {
+  const { context, page, check } = await visit('/');
+  await search(page, 'onerror script alert');
+  const text = await options(page).first().textContent();
+  assert.match(text, /<img src=x onerror=alert\(1\)>|<script>alert\(document\.cookie\)<\/script>/);
+  assert.equal(await page.locator('[role="listbox"] img, [role="listbox"] script').count(), 0);
+  await shot(page, 'markup-as-text-results');
+  await Promise.all([page.waitForURL(/security\.html/), page.keyboard.press('Enter')]);
+  assert.equal(await page.locator('article img, article script').count(), 0);
+  assert.match(await page.locator('article').textContent(), /<script>alert\('raw html in the docs'\)<\/script>/);
+  await page.waitForTimeout(300);
+  await shot(page, 'markup-as-text-page');
+  await check();
+  await context.close();
+});
+
+test('the hybrid answer replaces the fulltext one when the models are in, keeping the selection', async () => {
+  const { context, page, check } = await visit('/');
+  await page.keyboard.press('Control+k');
+  // Before the models are in, the status line says the ranking is keyword-only.
+  await page.waitForFunction(() => document.querySelector('.dls-status')?.textContent !== 'Loading the search…');
+  const status = await page.locator('.dls-status').textContent();
+  await search(page, 'where do cached responses go when it is full');
+  await modelsReady(page);
+  await page.keyboard.press('ArrowDown');
+  const crumb = await selected(page).locator('.dls-crumb').textContent();
+  await page.getByLabel('Why these results').check();
+  await page.waitForFunction(() => /reranker/.test(document.querySelector('.dls-signals')?.textContent ?? ''));
+  assert.match(await page.locator('.dls-signals').first().textContent(), /^score [\d.]+ · keywords [\d.]+ · meaning [\d.]+ · reranker [\d.]+$/);
+  assert.equal(await selected(page).locator('.dls-crumb').textContent(), crumb, 'the selection is kept');
+  assert.ok(status === '' || /still loading/.test(status), status);
+  await shot(page, 'why-this-result');
+  await check();
+  await context.close();
+});
+
+test('filter chips narrow by document type and date, with counts', async () => {
+  const { context, page, check } = await visit('/');
+  await search(page, 'harbor windows');
+  const chip = (type) => page.locator('.dls-chip', { hasText: new RegExp(`^${type} \\d+$`) });
+  await chip('txt').waitFor();
+  assert.match(await chip('md').textContent(), /^md [1-9]\d*$/);
+  assert.equal(await chip('txt').textContent(), 'txt 1');
+  await chip('txt').click();
+  await page.waitForFunction(() => [...document.querySelectorAll('.dls-path')].every((p) => p.textContent === 'notes/changelog.txt'));
+  assert.equal(await chip('txt').getAttribute('aria-pressed'), 'true');
+  // The other type keeps its chip and count, to be added back.
+  assert.match(await chip('md').textContent(), /^md [1-9]\d*$/);
+  await shot(page, 'filter-type');
+  await chip('txt').click();
+  await chip('md').click();
+  await page.waitForFunction(() => [...document.querySelectorAll('.dls-path')].every((p) => p.textContent.endsWith('.md')));
+  const before = await options(page).count();
+  const from = page.getByLabel('Updated from');
+  // Months with the query's counts: the fixtures are dated 2024-02, 2024-03, 2024-05, 2025-01.
+  assert.deepEqual(await from.locator('option').evaluateAll((o) => o.map((x) => x.value)), ['', '2024-02', '2024-03', '2024-05', '2025-01']);
+  assert.match(await from.locator('option[value="2025-01"]').textContent(), /2025 \(1\)$/);
+  await from.selectOption('2025-01');
+  await page.waitForFunction((n) => document.querySelectorAll('[role="option"]').length < n, before);
+  for (const p of await page.locator('.dls-path').allTextContents()) assert.equal(p, 'reference/security.md');
+  // The other months stay offered.
+  assert.equal(await page.getByLabel('Updated from').locator('option').count(), 5);
+  await shot(page, 'filter-date');
+  await check();
+  await context.close();
+});
+
+test('no results: the contract suggestions are offered and searchable', async () => {
+  const { context, page, check } = await visit('/');
+  await page.keyboard.press('Control+k');
+  await box(page).pressSequentially('harbr purgng', { delay: 15 });
+  const suggestion = page.locator('.dls-suggestion').first();
+  await suggestion.waitFor();
+  assert.match(await page.locator('.dls-empty').textContent(), /No results for “harbr purgng”/);
+  await shot(page, 'suggestions');
+  await suggestion.click();
+  await options(page).first().waitFor();
+  await check();
+  await context.close();
+});
+
+test('works on a 375 px wide screen and at 200 % zoom', async () => {
+  for (const [name, viewport, scale] of [['narrow-375', { width: 375, height: 720 }, 1], ['zoom-200', { width: 640, height: 400 }, 2]]) {
+    const { context, page, check } = await visit('/guide/caching.html', { viewport, deviceScaleFactor: scale });
+    await page.getByRole('button', { name: /Search docs/ }).click();
+    await box(page).pressSequentially('install windows', { delay: 15 });
+    await options(page).first().waitFor();
+    const layout = await page.evaluate(() => {
+      const box = (s) => document.querySelector(s).getBoundingClientRect();
+      return { overflow: document.documentElement.scrollWidth - window.innerWidth, input: box('.dls-input'), option: box('[role="option"]'), width: window.innerWidth };
+    });
+    assert.ok(layout.overflow <= 0, `${name}: ${layout.overflow}px of horizontal overflow`);
+    for (const b of [layout.input, layout.option]) assert.ok(b.left >= 0 && b.right <= layout.width && b.width > 150, `${name}: ${JSON.stringify(b)}`);
+    await shot(page, name);
+    await check();
+    await context.close();
+  }
+});
+
+test('no serious or critical accessibility violations (axe-core), light and dark', async () => {
+  for (const colorScheme of ['light', 'dark']) {
+    // bypassCSP only so that axe itself can be injected.
+    const { context, page } = await visit('/guide/install.html', { colorScheme, bypassCSP: true });
+    await page.addScriptTag({ path: AXE });
+    const audit = () =>
+      page.evaluate(async () => {
+        const r = await window.axe.run(document, { resultTypes: ['violations'] });
+        return r.violations
+          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+      });
+    assert.deepEqual(await audit(), [], `${colorScheme}: the page`);
+    await search(page, 'cache size');
+    await page.getByLabel('Why these results').check();
+    assert.deepEqual(await audit(), [], `${colorScheme}: the open search with results`);
+    const bg = await page.locator('.dls-dialog').evaluate((d) => getComputedStyle(d).backgroundColor);
+    const [r, g, b] = bg.match(/\d+/g).map(Number);
+    assert.equal(r + g + b < 150, colorScheme === 'dark', `${colorScheme} theme background ${bg}`);
+    await shot(page, `theme-${colorScheme}`);
+    await context.close();
+  }
+});
+
+test('offline: after one visit the site, the engine, the bundle and the models come from the service worker', async () => {
+  // A server of its own, stopped halfway: nothing can come from the network after that.
+  const own = await serve();
+  const { context, page, check } = await visit('/', { origin: own.url });
+  await search(page, 'purge');
+  assert.equal(await page.evaluate(() => customElements.get('docloupe-search').offlineReady()), true);
+  await modelsReady(page);
+  await own.close();
+
+  await page.reload();
+  await page.waitForFunction(() => customElements.get('docloupe-search'));
+  assert.equal(await page.evaluate(() => Boolean(navigator.serviceWorker.controller)), true);
+  await search(page, 'cache size');
+  assert.match(await options(page).first().textContent(), /Cache size/);
+  await modelsReady(page);
+  await page.getByLabel('Why these results').check();
+  await page.waitForFunction(() => /reranker/.test(document.querySelector('.dls-signals')?.textContent ?? ''));
+  await shot(page, 'offline');
+  // A page never visited is offline too (the whole site was precached).
+  await Promise.all([page.waitForURL(/security\.html/), page.goto(`${own.url}/reference/security.html`)]);
+  assert.match(await page.locator('article h1').textContent(), /Security notes/);
+  await check();
+  await context.close();
+});
