@@ -187,11 +187,17 @@ export class DocloupeSearch extends HTMLElement {
 
   #onStatus(s) {
     this.#status = s;
-    if (s.phase === 'loading-models') this.#showStatus('Keyword results; smarter ranking is still loading…', 'info');
-    else if (s.phase === 'failed') this.#showStatus(`Keyword results only: the models could not load (${s.error?.message ?? 'unknown error'})`, 'warn');
-    else this.#showStatus('', 'info');
+    this.#showState();
     // The better answer for what is on screen, now that it can be had.
     if (s.phase === 'ready' && this.$input?.value.trim() && this.$dialog.open) this.#search(false);
+  }
+
+  /** The status line for what the engine can do now: empty once everything is in. */
+  #showState() {
+    const s = this.#status;
+    if (s?.phase === 'loading-models') this.#showStatus('Keyword results; smarter ranking is still loading…', 'info');
+    else if (s?.phase === 'failed') this.#showStatus(`Keyword results only: the models could not load (${s.error?.message ?? 'unknown error'})`, 'warn');
+    else this.#showStatus('', 'info');
   }
 
   #showStatus(text, kind) {
@@ -369,8 +375,8 @@ export class DocloupeSearch extends HTMLElement {
           ...r.suggestions.map((s) => el('button', { type: 'button', className: 'dls-suggestion', 'data-query': s, text: s })));
       }
     }
-    const note = r.fallbackApplied && r.degradedReason === 'models_loading' ? 'Keyword results; smarter ranking is still loading…' : '';
-    if (note || this.$status.dataset.kind !== 'error') this.#showStatus(note, 'info');
+    // A new answer replaces a failed one's message; what the engine can do still stands.
+    if (this.$status.dataset.kind === 'warn' && this.#status?.phase !== 'failed') this.#showState();
     this.$list.replaceChildren(...nodes);
     this.$input.setAttribute('aria-expanded', String(this.#results.length > 0));
     const keep = selected ? this.#results.findIndex((x) => x.chunkId === selected) : -1;

@@ -198,7 +198,7 @@ pub fn layout(pages: &[Page], site_title: &str, head: &str) -> Vec<(String, Vec<
         let html = format!(
             "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <title>{title} · {site}</title>\n<link rel=\"stylesheet\" href=\"{root}site.css\">\n{head}\n</head>\n\
+             <link rel=\"icon\" href=\"data:,\">\n<title>{title} · {site}</title>\n<link rel=\"stylesheet\" href=\"{root}site.css\">\n{head}\n</head>\n\
              <body>\n<header class=\"site-header\"><a class=\"site-title\" href=\"{root}index.html\">{site}</a>\
              <docloupe-search></docloupe-search></header>\n<div class=\"site-body\">\n{nav}\n\
              <main id=\"content\"><article>\n{body}</article></main>\n</div>\n</body>\n</html>\n",
@@ -211,7 +211,7 @@ pub fn layout(pages: &[Page], site_title: &str, head: &str) -> Vec<(String, Vec<
     let index = format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{site}</title>\n<link rel=\"stylesheet\" href=\"site.css\">\n{head}\n</head>\n\
+         <link rel=\"icon\" href=\"data:,\">\n<title>{site}</title>\n<link rel=\"stylesheet\" href=\"site.css\">\n{head}\n</head>\n\
          <body>\n<header class=\"site-header\"><a class=\"site-title\" href=\"index.html\">{site}</a>\
          <docloupe-search></docloupe-search></header>\n<div class=\"site-body\">\n{nav}\n\
          <main id=\"content\"><article>\n<h1>{site}</h1>\n<p>{n} pages. Search with Ctrl+K or /.</p>\n</article></main>\n</div>\n</body>\n</html>\n",
@@ -227,9 +227,19 @@ pub fn layout(pages: &[Page], site_title: &str, head: &str) -> Vec<(String, Vec<
     files
 }
 
+/// The page list, in path order, with each folder's name before its pages.
 fn nav(pages: &[Page], root: &str, current: Option<&str>) -> String {
     let mut out = String::from("<nav class=\"site-nav\" aria-label=\"Pages\"><ul>\n");
+    let mut folder = "";
     for p in pages {
+        let here_folder = p.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        if here_folder != folder {
+            folder = here_folder;
+            out.push_str(&format!(
+                "<li class=\"nav-folder\">{}</li>\n",
+                escape(folder)
+            ));
+        }
         let here = if current == Some(p.path.as_str()) {
             " aria-current=\"page\""
         } else {
