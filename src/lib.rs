@@ -19,6 +19,6 @@ pub use error::{Error, ErrorCode, Result};
 #[cfg(feature = "models")]
 pub use search::CrossEncoder;
 pub use search::{
-    Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion, Mode, Rerank,
-    RerankerFiles, SearchRequest, SearchResponse, SearchResult,
+    Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion, LexicalFallback, Mode,
+    Rerank, RerankerFiles, SearchRequest, SearchResponse, SearchResult,
 };

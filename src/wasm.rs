@@ -150,8 +150,30 @@ impl WasmEngine {
     #[wasm_bindgen(js_name = setModelsLoading)]
     pub fn set_models_loading(&mut self, loading: bool) {
         let mut options = self.inner.options().clone();
-        options.models_loading = loading;
+        options.lexical_fallback = loading.then_some(crate::search::LexicalFallback::ModelsLoading);
         self.inner.set_options(options);
+    }
+
+    /// Why this host answers semantic and hybrid requests lexically: `"models_loading"`,
+    /// `"models_unavailable"` (a host that never loads them, e.g. an edge Worker), or
+    /// `undefined` to refuse them. Any other reason throws the contract's `INVALID_REQUEST`.
+    #[wasm_bindgen(js_name = setLexicalFallback)]
+    pub fn set_lexical_fallback(&mut self, reason: Option<String>) -> Result<(), JsValue> {
+        let fallback = match reason.as_deref() {
+            None => None,
+            Some(r) => Some(
+                crate::search::LexicalFallback::from_reason(r).ok_or_else(|| {
+                    error_js(Error::InvalidRequest {
+                        field: "lexicalFallback".into(),
+                        message: format!("{r:?}: expected models_loading or models_unavailable"),
+                    })
+                })?,
+            ),
+        };
+        let mut options = self.inner.options().clone();
+        options.lexical_fallback = fallback;
+        self.inner.set_options(options);
+        Ok(())
     }
 
     /// The contract: a request object in, the response or the error object out (never throws).

@@ -869,7 +869,7 @@ fn while_the_models_load_hybrid_and_semantic_answer_lexically_and_say_so() {
     let loading = docloupe::Engine::lexical(bytes)
         .unwrap()
         .with_options(EngineOptions {
-            models_loading: true,
+            lexical_fallback: Some(docloupe::LexicalFallback::ModelsLoading),
             ..Default::default()
         });
     let lexical = ok(
@@ -894,12 +894,45 @@ fn while_the_models_load_hybrid_and_semantic_answer_lexically_and_say_so() {
     // And once the model is there, the flag changes nothing.
     let r = ok(
         &engine().with_options(EngineOptions {
-            models_loading: true,
+            lexical_fallback: Some(docloupe::LexicalFallback::ModelsLoading),
             ..Default::default()
         }),
         json!({"query": "cache size", "rerank": false}),
     );
     assert!(!r.fallback_applied);
+}
+
+#[test]
+fn a_host_without_the_models_answers_hybrid_and_semantic_lexically_and_says_why() {
+    let bytes = common::fixture_bundle();
+    let edge = docloupe::Engine::lexical(bytes)
+        .unwrap()
+        .with_options(EngineOptions {
+            lexical_fallback: Some(docloupe::LexicalFallback::ModelsUnavailable),
+            ..Default::default()
+        });
+    let lexical = ok(
+        &edge,
+        json!({"query": "cache size", "mode": "fulltext", "includeContext": false}),
+    );
+    assert!(!lexical.fallback_applied);
+    assert_eq!(lexical.degraded_reason, None);
+    for mode in ["hybrid", "semantic"] {
+        let r = ok(
+            &edge,
+            json!({"query": "cache size", "mode": mode, "includeContext": false}),
+        );
+        assert!(r.fallback_applied, "{mode}");
+        assert_eq!(r.degraded_reason.as_deref(), Some("models_unavailable"));
+        assert_eq!(r.results, lexical.results, "{mode}: the lexical ranking");
+    }
+    for f in [
+        docloupe::LexicalFallback::ModelsLoading,
+        docloupe::LexicalFallback::ModelsUnavailable,
+    ] {
+        assert_eq!(docloupe::LexicalFallback::from_reason(f.reason()), Some(f));
+    }
+    assert_eq!(docloupe::LexicalFallback::from_reason("loading"), None);
 }
 
 #[test]

@@ -82,7 +82,7 @@ fn a_split_bundle_answers_every_request_byte_for_byte_like_the_whole_one() {
     for sizes in [ShardSizes::default(), TINY] {
         for loading in [false, true] {
             let options = EngineOptions {
-                models_loading: loading,
+                lexical_fallback: loading.then_some(docloupe::LexicalFallback::ModelsLoading),
                 ..EngineOptions::default()
             };
             let whole = Engine::lexical(bytes)

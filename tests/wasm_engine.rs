@@ -136,6 +136,17 @@ fn while_models_load_hybrid_is_answered_lexically_and_flagged() {
     e.set_models_loading(false);
     let r = value(e.search(js(&json!({"query": "cache size"}))));
     assert_eq!(r["errorCode"], "DOCS_RERANKING_UNAVAILABLE");
+    // A host that never loads them (the edge Worker) says so instead.
+    e.set_lexical_fallback(Some("models_unavailable".into()))
+        .unwrap();
+    let r = value(e.search(js(&json!({"query": "cache size", "mode": "semantic"}))));
+    assert_eq!(r["degradedReason"], "models_unavailable");
+    assert_eq!(r["results"][0]["documentPath"], "en/caching.md");
+    let err = e.set_lexical_fallback(Some("later".into())).unwrap_err();
+    assert_eq!(value(err)["errorCode"], "INVALID_REQUEST");
+    e.set_lexical_fallback(None).unwrap();
+    let r = value(e.search(js(&json!({"query": "cache size"}))));
+    assert_eq!(r["errorCode"], "DOCS_RERANKING_UNAVAILABLE");
 }
 
 #[wasm_bindgen_test]

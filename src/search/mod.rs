@@ -41,6 +41,39 @@ pub use response::{
 
 /// `degradedReason` of a semantic or hybrid request answered lexically while the models load.
 pub const MODELS_LOADING: &str = "models_loading";
+/// `degradedReason` of a semantic or hybrid request answered lexically by a host that runs
+/// without the models (an edge Worker: they do not fit its memory).
+pub const MODELS_UNAVAILABLE: &str = "models_unavailable";
+
+/// Why a host without the embedding model answers semantic and hybrid requests from the
+/// lexical index (flagged) instead of refusing them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LexicalFallback {
+    /// The browser's progressive start: the lexical build answers while the full one loads.
+    ModelsLoading,
+    /// The host never loads them.
+    ModelsUnavailable,
+}
+
+impl LexicalFallback {
+    /// The response's `degradedReason`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            LexicalFallback::ModelsLoading => MODELS_LOADING,
+            LexicalFallback::ModelsUnavailable => MODELS_UNAVAILABLE,
+        }
+    }
+
+    /// The inverse of [`LexicalFallback::reason`].
+    pub fn from_reason(reason: &str) -> Option<LexicalFallback> {
+        [
+            LexicalFallback::ModelsLoading,
+            LexicalFallback::ModelsUnavailable,
+        ]
+        .into_iter()
+        .find(|f| f.reason() == reason)
+    }
+}
 
 /// Engine-wide settings (not part of a request).
 #[derive(Debug, Clone, PartialEq)]
@@ -57,11 +90,10 @@ pub struct EngineOptions {
     /// calibrated for the model ([`Rerank::blend_weight`], chosen on a training split, never
     /// on test qrels), else 1.
     pub rerank_weight: Option<f32>,
-    /// The host is still loading the embedding model (the browser's progressive start: the
-    /// lexical build answers while the full one loads). Semantic and hybrid requests are then
-    /// answered from the lexical index, flagged `fallbackApplied: true` with
-    /// `degradedReason: "models_loading"`, instead of refused as with no model at all.
-    pub models_loading: bool,
+    /// The host has no embedding model, and says why: semantic and hybrid requests are then
+    /// answered from the lexical index, flagged `fallbackApplied: true` with the reason as
+    /// `degradedReason`, instead of refused as with no model at all. `None`: refused.
+    pub lexical_fallback: Option<LexicalFallback>,
 }
 
 impl Default for EngineOptions {
@@ -72,7 +104,7 @@ impl Default for EngineOptions {
             max_limit: request::MAX_LIMIT,
             fusion: Fusion::default(),
             rerank_weight: None,
-            models_loading: false,
+            lexical_fallback: None,
         }
     }
 }
@@ -301,11 +333,13 @@ impl Engine {
         // Candidates.
         let tokens = self.analyzer.tokens(&plan.query);
         let terms: Vec<String> = tokens.iter().map(|t| t.term.clone()).collect();
-        // While the host loads the models, semantic and hybrid degrade to the lexical ranking.
-        let loading = plan.mode != Mode::Fulltext
-            && self.options.models_loading
-            && !self.has_embedder()
-            && self.has_vectors();
+        // Without the models, and with the host's reason, semantic and hybrid degrade to the
+        // lexical ranking.
+        let lexical_fallback = self
+            .options
+            .lexical_fallback
+            .filter(|_| plan.mode != Mode::Fulltext && !self.has_embedder() && self.has_vectors());
+        let loading = lexical_fallback.is_some();
         let mode = if loading { Mode::Fulltext } else { plan.mode };
         let query_vector = match mode {
             Mode::Fulltext => None,
@@ -420,10 +454,9 @@ impl Engine {
             total,
             applied_strategy: strategy(plan.mode, plan.rerank).to_owned(),
             fallback_applied: loading || fallback.is_some(),
-            degraded_reason: if loading {
-                Some(MODELS_LOADING.to_owned())
-            } else {
-                fallback.map(|f| f.reason().to_owned())
+            degraded_reason: match lexical_fallback {
+                Some(f) => Some(f.reason().to_owned()),
+                None => fallback.map(|f| f.reason().to_owned()),
             },
             results,
             facets,
