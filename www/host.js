@@ -20,7 +20,12 @@
 // loads pkg/portable instead, built without simd128, whose answers equal the native engine's
 // on `--kernels portable` byte for byte (2–4× slower inference).
 
-const PKG = new URL('./pkg/', import.meta.url);
+// Where the wasm packages live, beside this file. A bundled copy (a Cloudflare Worker) may have
+// no import.meta.url; it passes its builds in instead.
+const PKG = import.meta.url ? new URL('./pkg/', import.meta.url) : null;
+// Node's modules for reading file: URLs, named so that bundlers for other hosts leave them be.
+const NODE_FS = 'node:fs/promises';
+const NODE_URL = 'node:url';
 /** Fetch rounds per request before giving up (the engine's own bound, MAX_FETCH_ROUNDS). */
 const MAX_FETCH_ROUNDS = 6;
 
@@ -41,7 +46,7 @@ export function asContractError(e, context = '') {
  * Loads a source (URL, path relative to the page, ArrayBuffer, typed array) as bytes. `field`
  * names it in errors, as the option it came from (`bundle`, `models.embedding.onnx`...).
  */
-export async function loadBytes(source, field) {
+export async function loadBytes(source, field, fetchImpl = fetch) {
   if (source instanceof Uint8Array) return source;
   if (source instanceof ArrayBuffer) return new Uint8Array(source);
   if (ArrayBuffer.isView(source)) return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
@@ -53,10 +58,10 @@ export async function loadBytes(source, field) {
   try {
     if (url.protocol === 'file:') {
       // Node's fetch has no file: scheme; a path on disk is read directly.
-      const [{ readFile }, { fileURLToPath }] = await Promise.all([import('node:fs/promises'), import('node:url')]);
+      const [{ readFile }, { fileURLToPath }] = await Promise.all([import(NODE_FS), import(NODE_URL)]);
       return new Uint8Array(await readFile(fileURLToPath(url)));
     }
-    const response = await fetch(url);
+    const response = await fetchImpl(url);
     if (!response.ok) throw new Error(`HTTP ${response.status} ${response.statusText}`);
     return new Uint8Array(await response.arrayBuffer());
   } catch (e) {
@@ -77,19 +82,31 @@ function splitDirectory(bundle) {
 const filesNeeded = (r) =>
   r?.errorCode === 'DOCS_COLLECTION_UNAVAILABLE' && r.details?.reason === 'BundleFilesNeeded' ? r.details.files : null;
 
-/** One wasm build, instantiable again after a panic has spent an instance. */
+/**
+ * One wasm build, instantiable again after a panic has spent an instance. `wasmSource` may be
+ * a compiled `WebAssembly.Module` and `glue` the build's glue module itself: hosts that cannot
+ * compile wasm or import modules at run time (Cloudflare Workers) pass both, and then get one
+ * instance only.
+ */
 class Build {
-  constructor(kind, wasmSource) {
+  constructor(kind, wasmSource, glue) {
     this.kind = kind;
-    this.wasmSource = wasmSource ?? new URL(`${kind}/docloupe_bg.wasm`, PKG);
+    this.wasmSource = wasmSource ?? null; // default: pkg/<kind>/ beside this file
+    this.glue = glue ?? null;
     this.generation = 0;
-    this.module = null; // compiled once; every instance reuses it
+    this.module = wasmSource instanceof WebAssembly.Module ? wasmSource : null; // compiled once
   }
 
   /** A fresh glue module + instance (the glue keeps its instance in module state). */
   async instantiate() {
     if (!this.module) {
-      this.module = await WebAssembly.compile(await loadBytes(this.wasmSource, `wasm.${this.kind}`));
+      const source = this.wasmSource ?? new URL(`${this.kind}/docloupe_bg.wasm`, PKG);
+      this.module = await WebAssembly.compile(await loadBytes(source, `wasm.${this.kind}`));
+    }
+    if (this.glue) {
+      if (this.generation++ > 0) throw contractError('INTERNAL_ERROR', `the ${this.kind} engine cannot be restarted in this host`);
+      this.glue.initSync({ module: this.module });
+      return this.glue;
     }
     const glueUrl = new URL(`${this.kind}/docloupe.js`, PKG);
     glueUrl.searchParams.set('instance', String(this.generation++));
@@ -106,6 +123,16 @@ class Instance {
     this.glue = glue;
     this.engine = engine;
     this.files = new Set(); // split bundle files added to this instance
+    this.fileBytes = 0; // ... and their size
+  }
+
+  /** A fresh engine in the same wasm instance (`open(glue)`), dropping the added files. */
+  reopen(open) {
+    const fresh = open(this.glue);
+    this.free();
+    this.engine = fresh;
+    this.files.clear();
+    this.fileBytes = 0;
   }
 
   /** `open(glue)` makes the engine (and throws the contract error object). */
@@ -137,9 +164,20 @@ export class Host {
   #status;
   #onStatus;
   #closed = false;
+  #fetch;
+  #maxFileBytes;
+  #lexicalFallback = null;
 
-  constructor(onStatus) {
+  /**
+   * `options.fetch` replaces `fetch` for every URL the host loads (a Worker maps bundle URLs
+   * onto its asset, R2 or KV bindings); `options.maxFileBytes` bounds what a split bundle's
+   * lexical engine keeps: past it, the next search starts from a fresh engine over the core
+   * (a long-lived edge isolate must not grow with every query's shards).
+   */
+  constructor(onStatus, { fetch: fetchImpl, maxFileBytes = Infinity } = {}) {
     this.#onStatus = onStatus ?? (() => {});
+    this.#fetch = fetchImpl ?? ((...args) => fetch(...args));
+    this.#maxFileBytes = maxFileBytes;
   }
 
   /**
@@ -150,9 +188,12 @@ export class Host {
    *   worker of their own, so loading them never stalls a search): semantic and hybrid are
    *   answered lexically, flagged, until `modelsFailed()` or the host is dropped;
    * - "models": only the full build with the models, resolving when they are in.
-   * Rejects with a contract error object.
+   * `lexicalFallback: "models_unavailable"` is for hosts that never load the models (an edge
+   * Worker: they do not fit its memory): semantic and hybrid are then answered lexically,
+   * flagged with that reason. `glue` gives build glue modules directly ({lexical}), for hosts
+   * that cannot import them at run time. Rejects with a contract error object.
    */
-  async open({ bundle, models, wasm, kernels = 'fast', stage = 'all' } = {}) {
+  async open({ bundle, models, wasm, glue: glues, kernels = 'fast', stage = 'all', lexicalFallback = null } = {}) {
     const started = performance.now();
     if (bundle === undefined || bundle === null) {
       throw contractError('INVALID_REQUEST', 'open() needs a bundle (URL or bytes)', { field: 'bundle' });
@@ -163,19 +204,23 @@ export class Host {
     if (!['all', 'lexical', 'models'].includes(stage)) {
       throw contractError('INVALID_REQUEST', 'stage must be "all", "lexical" or "models"', { field: 'stage' });
     }
-    this.#lexical = new Build('lexical', wasm?.lexical);
+    if (lexicalFallback !== null && lexicalFallback !== 'models_unavailable') {
+      throw contractError('INVALID_REQUEST', 'lexicalFallback must be "models_unavailable" or null', { field: 'lexicalFallback' });
+    }
+    this.#lexicalFallback = lexicalFallback;
+    this.#lexical = new Build('lexical', wasm?.lexical, glues?.lexical);
     // The models' build: simd128 kernels, or the portable build whose answers equal native's
     // (`--kernels portable`) byte for byte.
     this.#full = kernels === 'portable' ? new Build('portable', wasm?.portable) : new Build('full', wasm?.full);
     this.#split = splitDirectory(bundle);
     if (stage === 'models') {
-      if (!this.#split) this.#bundle = await loadBytes(bundle, 'bundle');
+      if (!this.#split) this.#bundle = await loadBytes(bundle, 'bundle', this.#fetch);
       this.#current = await this.#openFull(models);
       this.#setStatus({ phase: 'ready', modelsMs: performance.now() - started });
       return this.status();
     }
     const source = this.#split ? new URL('core.bin', this.#split) : bundle;
-    const [bytes, glue] = await Promise.all([loadBytes(source, 'bundle'), this.#lexical.instantiate()]);
+    const [bytes, glue] = await Promise.all([loadBytes(source, 'bundle', this.#fetch), this.#lexical.instantiate()]);
     if (this.#split) this.#core = bytes;
     else this.#bundle = bytes;
     this.#current = new Instance(this.#lexical, glue, this.#openLexical(glue));
@@ -183,9 +228,11 @@ export class Host {
     const info = this.#current.engine.info();
     const canUseModels = wantsModels && info.embedding !== null && info.embedding !== undefined;
     if (canUseModels) this.#current.engine.setModelsLoading(true);
+    else if (this.#lexicalFallback && info.embedding) this.#current.engine.setLexicalFallback(this.#lexicalFallback);
     this.#setStatus({
       phase: canUseModels ? 'loading-models' : 'ready',
       openMs: performance.now() - started,
+      ...(lexicalFallback ? { lexicalFallback } : {}),
     });
     if (canUseModels && stage === 'all') this.#loadModels(models, started); // in the background, by design
     return this.status();
@@ -209,8 +256,8 @@ export class Host {
   /** The full build over the whole bundle (a split bundle's bundle.bin) with the models. */
   async #openFull(models) {
     const [loaded, whole] = await Promise.all([
-      fetchModels(models),
-      this.#bundle ?? loadBytes(new URL('bundle.bin', this.#split), 'bundle'),
+      fetchModels(models, this.#fetch),
+      this.#bundle ?? loadBytes(new URL('bundle.bin', this.#split), 'bundle', this.#fetch),
     ]);
     this.#models = loaded;
     this.#bundle = whole;
@@ -234,25 +281,32 @@ export class Host {
 
   /**
    * The contract: a request in, the response or the error object out. Never throws. Over a
-   * split bundle it fetches the files the request needs first.
+   * split bundle it fetches the files the request needs first. A request given as JSON text is
+   * read by the engine itself (malformed JSON is its INVALID_REQUEST); with `raw` the answer is
+   * the engine's JSON text, byte for byte what the native CLI prints.
    */
-  async search(request) {
+  async search(request, { raw = false } = {}) {
+    const answer = (v, text) => (raw ? text ?? JSON.stringify(v) : v);
     for (let round = 0; ; round++) {
-      if (this.#closed || !this.#current) return contractError('INTERNAL_ERROR', 'the engine is closed');
+      if (this.#closed || !this.#current) return answer(contractError('INTERNAL_ERROR', 'the engine is closed'));
       const instance = this.#current;
-      const response = this.#searchOnce(instance, request);
+      // Only between searches: the files a search's rounds add are what its next round needs.
+      if (round === 0 && instance.fileBytes > this.#maxFileBytes && instance.build === this.#lexical) {
+        instance.reopen((g) => this.#configureLexical(this.#openLexical(g)));
+      }
+      const [response, text] = this.#searchOnce(instance, request);
       const files = this.#split ? filesNeeded(response) : null;
-      if (!files) return response;
+      if (!files) return answer(response, text);
       if (round === MAX_FETCH_ROUNDS) {
-        return contractError('INTERNAL_ERROR', `the request still needed files after ${MAX_FETCH_ROUNDS} rounds`, {
+        return answer(contractError('INTERNAL_ERROR', `the request still needed files after ${MAX_FETCH_ROUNDS} rounds`, {
           reason: 'fetch_rounds',
           files,
-        });
+        }));
       }
       try {
         await this.#addFiles(instance, files);
       } catch (e) {
-        return asContractError(e);
+        return answer(asContractError(e));
       }
     }
   }
@@ -263,7 +317,7 @@ export class Host {
       names.map(async (name) => {
         let pending = this.#fetching.get(name);
         if (!pending) {
-          pending = loadBytes(new URL(name, this.#split), `bundle file ${name}`);
+          pending = loadBytes(new URL(name, this.#split), `bundle file ${name}`, this.#fetch);
           this.#fetching.set(name, pending);
           pending.finally(() => this.#fetching.delete(name)).catch(() => {});
         }
@@ -272,14 +326,18 @@ export class Host {
         if (instance === this.#current && !instance.files.has(name)) {
           instance.engine.addFile(name, bytes); // throws the contract error object
           instance.files.add(name);
+          instance.fileBytes += bytes.length;
         }
       }),
     );
   }
 
+  /** [response object, its JSON text when the request was text]. */
   #searchOnce(instance, request) {
     try {
-      return instance.engine.search(request);
+      if (typeof request !== 'string') return [instance.engine.search(request), undefined];
+      const text = instance.engine.searchJson(request);
+      return [JSON.parse(text), text];
     } catch (e) {
       // wasm32 aborts on a panic: this instance is spent. Answer INTERNAL_ERROR with the
       // panic's message and replace the instance for the next request.
@@ -290,11 +348,21 @@ export class Host {
         // the instance may be too broken to say; the trap message still goes out
       }
       this.#recover(instance);
-      return contractError('INTERNAL_ERROR', 'the search engine failed on this request', {
-        reason: panic === null ? 'trap' : 'panic',
-        message: panic ?? String(e?.message ?? e),
-      });
+      return [
+        contractError('INTERNAL_ERROR', 'the search engine failed on this request', {
+          reason: panic === null ? 'trap' : 'panic',
+          message: panic ?? String(e?.message ?? e),
+        }),
+        undefined,
+      ];
     }
+  }
+
+  /** How a lexical engine answers without its models, per this host's state and options. */
+  #configureLexical(engine) {
+    if (this.#status?.phase === 'loading-models') engine.setModelsLoading(true);
+    else if (this.#lexicalFallback && safeInfo(engine).embedding) engine.setLexicalFallback(this.#lexicalFallback);
+    return engine;
   }
 
   async #recover(spent) {
@@ -303,8 +371,7 @@ export class Host {
     try {
       const fresh = full
         ? await Instance.create(spent.build, (g) => new g.Engine(this.#bundle), (e) => installModels(e, this.#models))
-        : await Instance.create(spent.build, (g) => this.#openLexical(g));
-      if (!full && this.#status.phase === 'loading-models') fresh.engine.setModelsLoading(true);
+        : await Instance.create(spent.build, (g) => this.#configureLexical(this.#openLexical(g)));
       if (this.#current === spent && !this.#closed) this.#current = fresh;
       else fresh.free();
     } catch (e) {
@@ -362,16 +429,16 @@ function safeInfo(engine) {
 }
 
 /** Fetches every model file in parallel (one round). */
-async function fetchModels(models) {
+async function fetchModels(models, fetchImpl) {
   const e = models.embedding;
   if (!e) throw contractError('INVALID_REQUEST', 'models.embedding {onnx, tokenizer} is required', { field: 'models.embedding' });
   const r = models.reranker;
   const [onnx, tokenizer, rManifest, rOnnx, rTokenizer] = await Promise.all([
-    loadBytes(e.onnx, 'models.embedding.onnx'),
-    loadBytes(e.tokenizer, 'models.embedding.tokenizer'),
-    r ? loadBytes(r.manifest, 'models.reranker.manifest') : null,
-    r ? loadBytes(r.onnx, 'models.reranker.onnx') : null,
-    r ? loadBytes(r.tokenizer, 'models.reranker.tokenizer') : null,
+    loadBytes(e.onnx, 'models.embedding.onnx', fetchImpl),
+    loadBytes(e.tokenizer, 'models.embedding.tokenizer', fetchImpl),
+    r ? loadBytes(r.manifest, 'models.reranker.manifest', fetchImpl) : null,
+    r ? loadBytes(r.onnx, 'models.reranker.onnx', fetchImpl) : null,
+    r ? loadBytes(r.tokenizer, 'models.reranker.tokenizer', fetchImpl) : null,
   ]);
   return { onnx, tokenizer, reranker: r ? { manifest: rManifest, onnx: rOnnx, tokenizer: rTokenizer } : null };
 }

