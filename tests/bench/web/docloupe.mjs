@@ -3,6 +3,7 @@
 // hybrid+rerank latency, on the simd128 and on the portable kernels. Latency is taken in the
 // page around `await engine.search()` (worker round trip included); the engine's own
 // `timings` come along.
+import http from 'node:http';
 import path from 'node:path';
 import { startServer } from '../../../www/serve.mjs';
 import { median, percentile, withTimeout } from './util.mjs';
@@ -61,8 +62,13 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     // The server brotli-compresses each file once (quality 11, cached on disk by content):
     // after a rebuild the full wasm alone takes ~40 s, which would land in the first visit
     // that loads it. Compress the big files before any visit, as a deployment would.
+    // (node:http, not fetch: brotli 11 on a 127 MB bundle outlasts fetch's 5-minute header timeout.)
     for (const url of [bundle, '/split/bundle.bin', ...['lexical', 'full', 'portable'].map((k) => `/www/pkg/${k}/docloupe_bg.wasm`)]) {
-      await (await fetch(server.url + url, { headers: { 'accept-encoding': 'br' } })).arrayBuffer();
+      await new Promise((resolve, reject) => {
+        http
+          .get(server.url + url, { headers: { 'accept-encoding': 'br' } }, (res) => res.resume().on('end', resolve).on('error', reject))
+          .on('error', reject);
+      });
     }
     server.reset();
 
