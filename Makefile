@@ -19,7 +19,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge bench-edge lint unit bench bench-quality bench-web reranker try-recipes clean-cache
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web reranker try-recipes clean-cache
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -132,7 +132,12 @@ test-wasm: models build wasm
 test-web: models build wasm
 	MODEL_DIR=$(MODEL_DIR) bash tests/web/run.sh
 
-test: models lint unit test-wasm test-web test-edge
+# docloupe mcp under the official MCP TypeScript SDK's client (tests/mcp).
+test-mcp: models build
+	@cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error
+	MODEL_DIR=$(MODEL_DIR) bash tests/mcp/run.sh
+
+test: models lint unit test-wasm test-web test-edge test-mcp
 
 bench: models build
 	python3 tests/bench/build_bench.py

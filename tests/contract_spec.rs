@@ -1177,9 +1177,11 @@ fn the_cli_json_format_prints_the_error_object() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+    // `--format json` is search_documents' shape, its error object included.
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["errorCode"], "INVALID_REQUEST");
-    assert_eq!(v["details"]["field"], "limit");
+    assert_eq!(v["success"], false);
+    assert_eq!(v["error"]["code"], "INVALID_QUERY");
+    assert_eq!(v["error"]["details"]["field"], "limit");
 }
 
 #[test]

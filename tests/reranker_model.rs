@@ -116,17 +116,23 @@ fn the_engine_reranks_with_the_committed_model() {
 #[test]
 fn the_cli_loads_the_committed_reranker_by_default() {
     let (_tmp, bundle) = common::fixture_bundle_file();
-    let out = common::docloupe_search(&bundle)
-        .args(["--format", "json"])
-        .args([
-            "--models",
-            common::model_dir().to_str().unwrap(),
-            "cache",
-            "size",
-        ])
+    // The contract's own JSON (`--jsonl`), which carries the ranking signals.
+    let mut child = common::docloupe_search(&bundle)
+        .args(["--jsonl", "--models", common::model_dir().to_str().unwrap()])
         .env_remove("DOCLOUPE_RERANKER_DIR")
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"query\": \"cache size\"}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "{}",

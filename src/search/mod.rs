@@ -7,6 +7,7 @@
 //! invalid input is rejected before any index is read.
 
 pub mod corpus;
+pub mod documents;
 pub mod filter;
 pub mod fuse;
 pub mod present;

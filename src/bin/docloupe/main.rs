@@ -1,4 +1,8 @@
-//! `docloupe`: search a bundle from the terminal.
+//! `docloupe`: search a bundle from the terminal (`search`), or serve it to AI agents over
+//! MCP (`mcp`).
+
+mod mcp;
+mod render;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -8,9 +12,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use docloupe::embed::default_model_dir;
 use docloupe::search::default_reranker_dir;
+use docloupe::search::documents::{self, DateRange, DocumentsError, DocumentsRequest};
 use docloupe::{
-    CrossEncoder, Engine, EngineOptions, ErrorResponse, FallbackPolicy, Fusion, Mode, ModelFiles,
-    RerankerFiles, SearchRequest, SearchResponse,
+    CrossEncoder, Engine, EngineOptions, FallbackPolicy, Fusion, Mode, ModelFiles, RerankerFiles,
 };
 
 #[derive(Parser)]
@@ -26,8 +30,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Search a bundle and print the best chunks.
+    /// Search a bundle and print the best documents and their fragments.
     Search(SearchArgs),
+    /// Serve bundles to AI agents as an MCP server on stdio (tools search_docs and
+    /// search_documents).
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(clap::Args)]
@@ -53,9 +60,9 @@ struct SearchArgs {
     /// answer DOCS_RERANKING_UNAVAILABLE.
     #[arg(long, value_enum, default_value_t = PolicyArg::ReturnHybridCandidates)]
     fallback_policy: PolicyArg,
-    /// Batch mode: read one JSON request per line on stdin, write one JSON response (or
+    /// Batch mode: read one contract request per line on stdin, write one JSON response (or
     /// error object) per line on stdout, in order. Blank lines are skipped.
-    #[arg(long, conflicts_with_all = ["query", "limit", "mode", "format"])]
+    #[arg(long, conflicts_with_all = ["query", "limit", "mode", "format", "types", "date_from", "date_to", "source", "chunks"])]
     jsonl: bool,
     /// Ceiling on `limit` (the contract's 50); evaluation reads deeper rankings.
     #[arg(long, hide = true, default_value_t = EngineOptions::default().max_limit)]
@@ -67,15 +74,34 @@ struct SearchArgs {
     /// Hybrid fusion method (weighted or rrf), for benchmark comparisons.
     #[arg(long, hide = true, default_value = "weighted")]
     fusion: Fusion,
-    /// Number of results (1..50).
-    #[arg(long, short = 'l')]
-    limit: Option<usize>,
-    /// hybrid (BM25 + vectors), fulltext (BM25) or semantic (vectors). Default: hybrid when
-    /// the bundle has vectors, else fulltext.
+    /// Number of documents (1..50).
+    #[arg(long, short = 'l', default_value_t = documents::DEFAULT_LIMIT)]
+    limit: u32,
+    /// Only these document types, comma-separated (md, txt, pdf, docx, xlsx).
+    #[arg(long, short = 't', value_delimiter = ',')]
+    types: Vec<String>,
+    /// Only documents dated on or after this day (YYYY-MM-DD).
+    #[arg(long)]
+    date_from: Option<String>,
+    /// Only documents dated on or before this day (YYYY-MM-DD).
+    #[arg(long)]
+    date_to: Option<String>,
+    /// Only documents whose path starts with this prefix.
+    #[arg(long)]
+    source: Option<String>,
+    /// Show the text around each fragment (true/false).
+    #[arg(long, short = 'c', default_value_t = true, action = clap::ArgAction::Set)]
+    context: bool,
+    /// Fragments per document (1..10).
+    #[arg(long, short = 'k', default_value_t = documents::DEFAULT_MAX_CHUNKS)]
+    chunks: u32,
+    /// hybrid (BM25 + vectors, reranked), fulltext (BM25) or semantic (vectors). Default:
+    /// hybrid when the bundle has vectors, else fulltext.
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
-    #[arg(long, short = 'f', value_enum)]
-    format: Option<Format>,
+    /// text (for a terminal), markdown (for a chat) or json (search_documents' shape).
+    #[arg(long, short = 'f', value_enum, default_value = "text")]
+    format: Format,
     /// Model arithmetic: fast (this CPU's SIMD kernels) or portable (tract's generic kernels,
     /// whose answers equal the portable wasm package's byte for byte; 2–4× slower).
     #[arg(long, default_value = "fast")]
@@ -98,16 +124,18 @@ enum ModeArg {
     Semantic,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
 enum Format {
     Text,
     Json,
+    Markdown,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Search(args) => search(args),
+        Command::Mcp(args) => mcp::serve(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -124,6 +152,38 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// Which rerank model a front end loads, from the flags that say so.
+pub(crate) struct EngineFlags<'a> {
+    pub reranker: Option<&'a std::path::Path>,
+    pub no_reranker: bool,
+}
+
+/// Loads the rerank model `flags` ask for: an explicit directory must load; the default one is
+/// used when a model is installed there.
+pub(crate) fn load_reranker(flags: &EngineFlags) -> Result<Option<CrossEncoder>> {
+    if flags.no_reranker {
+        return Ok(None);
+    }
+    let found = match flags.reranker {
+        Some(dir) => Some((dir.to_path_buf(), RerankerFiles::from_dir(dir))),
+        None => RerankerFiles::default_model()
+            .transpose()
+            .map(|files| (default_reranker_dir(), files)),
+    };
+    let Some((dir, files)) = found else {
+        return Ok(None);
+    };
+    let files = files.with_context(|| {
+        format!(
+            "cannot load the reranker from {} (or pass --no-reranker)",
+            dir.display()
+        )
+    })?;
+    Ok(Some(CrossEncoder::new(&files).with_context(|| {
+        format!("cannot load reranker {}", dir.display())
+    })?))
 }
 
 fn search(args: SearchArgs) -> Result<()> {
@@ -173,26 +233,14 @@ fn search(args: SearchArgs) -> Result<()> {
             ..EngineOptions::default()
         });
     // Only hybrid requests rerank; a single fulltext/semantic query skips loading the model.
-    // An explicit --reranker must load; the default directory is used when a model is there.
-    let wants_reranker = !args.no_reranker && (args.jsonl || mode == Mode::Hybrid);
+    let wants_reranker = args.jsonl || mode == Mode::Hybrid;
     if wants_reranker && header.flags.hybrid {
-        let found = match &args.reranker {
-            Some(dir) => Some((dir.clone(), RerankerFiles::from_dir(dir))),
-            None => RerankerFiles::default_model()
-                .transpose()
-                .map(|files| (default_reranker_dir(), files)),
+        let flags = EngineFlags {
+            reranker: args.reranker.as_deref(),
+            no_reranker: args.no_reranker,
         };
-        if let Some((dir, files)) = found {
-            let files = files.with_context(|| {
-                format!(
-                    "cannot load the reranker from {} (or pass --no-reranker)",
-                    dir.display()
-                )
-            })?;
-            engine = engine.with_reranker(Box::new(
-                CrossEncoder::new(&files)
-                    .with_context(|| format!("cannot load reranker {}", dir.display()))?,
-            ));
+        if let Some(model) = load_reranker(&flags)? {
+            engine = engine.with_reranker(Box::new(model));
         }
     }
 
@@ -201,23 +249,50 @@ fn search(args: SearchArgs) -> Result<()> {
     if args.jsonl {
         return batch(&engine, &mut out);
     }
-    let mut request = SearchRequest::new(args.query.join(" ")).mode(mode);
+    // The /search options are search_documents' arguments, checked the same way.
+    let mut request = DocumentsRequest::new(args.query.join(" "));
     request.limit = args.limit;
-    match engine.search(&request) {
-        Ok(response) => match args.format.unwrap_or(Format::Text) {
-            Format::Json => {
-                serde_json::to_writer_pretty(&mut out, &response)?;
-                writeln!(out)?;
-            }
-            Format::Text => print_text(&mut out, &response, std::io::stdout().is_terminal())?,
-        },
-        Err(e) if matches!(args.format, Some(Format::Json)) => {
-            serde_json::to_writer_pretty(&mut out, &ErrorResponse::from(&e))?;
+    request.document_types = args
+        .types
+        .iter()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .collect();
+    request.date_range = (args.date_from.is_some() || args.date_to.is_some()).then(|| DateRange {
+        from: args.date_from.clone(),
+        to: args.date_to.clone(),
+    });
+    request.source_filter = args.source.clone();
+    request.include_context = args.context;
+    request.max_chunks = args.chunks;
+    request.search_mode = mode;
+    let answer = DocumentsRequest::from_value(&serde_json::to_value(&request)?).and_then(|req| {
+        engine
+            .search(&req.to_search_request())
+            .map(|r| (req, r))
+            .map_err(|e| DocumentsError::from_contract(&docloupe::ErrorResponse::from(&e)))
+    });
+    match (answer, args.format) {
+        (Ok((req, response)), Format::Json) => {
+            serde_json::to_writer_pretty(&mut out, &documents::shape(&req, &response))?;
+            writeln!(out)?;
+        }
+        (Ok((req, response)), Format::Text) => render::text(
+            &mut out,
+            &response,
+            req.limit as usize,
+            std::io::stdout().is_terminal(),
+        )?,
+        (Ok((req, response)), Format::Markdown) => {
+            write!(out, "{}", render::markdown(&response, req.limit as usize))?
+        }
+        (Err(e), Format::Json) => {
+            serde_json::to_writer_pretty(&mut out, &e)?;
             writeln!(out)?;
             out.flush()?;
             std::process::exit(1);
         }
-        Err(e) => return Err(e.into()),
+        (Err(e), _) => anyhow::bail!("{} ({:?})", e.error.message, e.error.code),
     }
     out.flush()?;
     Ok(())
@@ -236,73 +311,6 @@ fn batch(engine: &Engine, out: &mut impl Write) -> Result<()> {
         }
         writeln!(out)?;
         out.flush()?;
-    }
-    Ok(())
-}
-
-fn print_text(out: &mut impl Write, r: &SearchResponse, color: bool) -> std::io::Result<()> {
-    let (bold, dim, hl, reset) = if color {
-        ("\x1b[1m", "\x1b[2m", "\x1b[1;33m", "\x1b[0m")
-    } else {
-        ("", "", "", "")
-    };
-    writeln!(
-        out,
-        "{dim}{} of {} matches for {:?} ({}{}, {:.0} ms){reset}",
-        r.results.len(),
-        r.total,
-        r.query,
-        r.applied_strategy,
-        r.degraded_reason
-            .as_deref()
-            .map(|d| format!("; fallback: {d}"))
-            .unwrap_or_default(),
-        r.timings.total_ms
-    )?;
-    if !r.suggestions.is_empty() {
-        writeln!(
-            out,
-            "{dim}did you mean: {}{reset}",
-            r.suggestions.join(" | ")
-        )?;
-    }
-    for (i, res) in r.results.iter().enumerate() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{bold}{}. {}{reset}  {dim}score {:.4} (bm25 {:.3}, cos {:.3}{}){reset}",
-            i + 1,
-            res.section_path.join(" › "),
-            res.score,
-            res.ranking_signals.lexical,
-            res.ranking_signals.semantic,
-            res.ranking_signals
-                .rerank
-                .map(|p| format!(", rerank {p:.3}"))
-                .unwrap_or_default()
-        )?;
-        let anchor = if res.anchor.is_empty() {
-            String::new()
-        } else {
-            format!("#{}", res.anchor)
-        };
-        writeln!(
-            out,
-            "   {dim}{}:{}-{}{anchor}{reset}",
-            res.document_path, res.line_start, res.line_end
-        )?;
-        let chars: Vec<char> = res.snippet.chars().collect();
-        let mut line = String::new();
-        let mut pos = 0;
-        for h in &res.highlights {
-            line.extend(&chars[pos..h.start]);
-            line.push_str(hl);
-            line.extend(&chars[h.start..h.end]);
-            line.push_str(reset);
-            pos = h.end;
-        }
-        line.extend(&chars[pos..]);
-        writeln!(out, "   {line}")?;
     }
     Ok(())
 }

@@ -1,0 +1,574 @@
+//! `docloupe mcp`: the engine for AI agents, as an MCP server on stdio (the official Rust SDK,
+//! `rmcp`). Two tools, both thin adapters over the one contract:
+//!
+//! - `search_docs`: the contract request in, the contract response (or error object) out as
+//!   structured content, with a markdown rendering as text;
+//! - `search_documents`: the `search_documents` shape (`docloupe::search::documents`), results
+//!   grouped per document.
+//!
+//! Scope: the server searches only the bundles it was started with (`--bundle`, repeatable;
+//! a request's `projectId` picks one). `--allow-project` lists the projects a client may
+//! query; any other is `UNAUTHORIZED`. Every call is logged as one JSON line (stderr, or
+//! `--log FILE`) with its parameters and time. `--rate-limit` calls per minute per server
+//! process answer `RATE_LIMIT` beyond it. A bundle that cannot be loaded does not stop the
+//! server: its searches answer `INDEX_UNAVAILABLE` (`DOCS_COLLECTION_UNAVAILABLE` in the
+//! contract) with the reason, so an agent is told what is wrong.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use docloupe::search::documents::{self, DocumentsError, DocumentsErrorCode, DocumentsRequest};
+use docloupe::{Engine, ErrorCode, ErrorResponse, ModelFiles, SearchResponse};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+
+use crate::{load_reranker, render, EngineFlags};
+
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// A bundle to serve (repeat for several; a request's projectId picks one, the first
+    /// answers requests without one).
+    #[arg(long, required = true)]
+    bundle: Vec<PathBuf>,
+    /// Embedding model directory (from `make models`); default: the model cache.
+    #[arg(long)]
+    models: Option<PathBuf>,
+    /// Cross-encoder directory for reranking (default: the committed model).
+    #[arg(long)]
+    reranker: Option<PathBuf>,
+    #[arg(long, conflicts_with = "reranker")]
+    no_reranker: bool,
+    /// A project (namespace/name) clients may query; repeat for several. Without any, every
+    /// served bundle may be queried.
+    #[arg(long = "allow-project")]
+    allow_project: Vec<String>,
+    /// Tool calls per minute this server answers before RATE_LIMIT (0: no limit).
+    #[arg(long, default_value_t = 120)]
+    rate_limit: u32,
+    /// Append the query log (JSON lines) to this file instead of stderr.
+    #[arg(long)]
+    log: Option<PathBuf>,
+}
+
+/// One served bundle: its engine, or why there is none.
+struct Collection {
+    path: PathBuf,
+    project: Option<String>,
+    engine: std::result::Result<Engine, ErrorResponse>,
+}
+
+struct Inner {
+    collections: Vec<Collection>,
+    allow: Vec<String>,
+    limiter: Mutex<Bucket>,
+    log: Mutex<Box<dyn Write + Send>>,
+}
+
+#[derive(Clone)]
+struct DocsServer(Arc<Inner>);
+
+/// Calls per minute, refilled continuously.
+struct Bucket {
+    per_minute: u32,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    /// None if the call may go ahead, else the seconds until it could.
+    fn take(&mut self) -> Option<u64> {
+        if self.per_minute == 0 {
+            return None;
+        }
+        let now = Instant::now();
+        let rate = f64::from(self.per_minute) / 60.0;
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * rate)
+            .min(f64::from(self.per_minute));
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            None
+        } else {
+            Some(((1.0 - self.tokens) / rate).ceil().max(1.0) as u64)
+        }
+    }
+}
+
+fn load(path: &Path, models: Option<&Path>, flags: &EngineFlags) -> Collection {
+    let loaded = (|| -> std::result::Result<Engine, ErrorResponse> {
+        let bytes = std::fs::read(path).map_err(|e| ErrorResponse {
+            error_code: ErrorCode::DocsCollectionUnavailable,
+            message: format!("cannot read {}: {e}", path.display()),
+            details: Some(
+                json!({"reason": "BundleUnreadable", "path": path.display().to_string()}),
+            ),
+        })?;
+        let header = docloupe::bundle::decode_header(&bytes)
+            .map_err(|e| ErrorResponse::from(&e))?
+            .0;
+        let model_files = if header.flags.hybrid {
+            let dir = models
+                .map(Path::to_path_buf)
+                .unwrap_or_else(docloupe::embed::default_model_dir);
+            ModelFiles::from_dir(&dir).ok()
+        } else {
+            None
+        };
+        let mut engine = Engine::from_bundle(&bytes, model_files.as_ref())
+            .map_err(|e| ErrorResponse::from(&e))?;
+        if header.flags.hybrid {
+            if let Some(model) = load_reranker(flags).map_err(|e| ErrorResponse {
+                error_code: ErrorCode::DocsRerankingUnavailable,
+                message: format!("{e:#}"),
+                details: None,
+            })? {
+                engine = engine.with_reranker(Box::new(model));
+            }
+        }
+        Ok(engine)
+    })();
+    let project = loaded
+        .as_ref()
+        .ok()
+        .and_then(|e| e.header().project_id.clone());
+    Collection {
+        path: path.to_path_buf(),
+        project,
+        engine: loaded,
+    }
+}
+
+pub fn serve(args: McpArgs) -> Result<()> {
+    for p in &args.allow_project {
+        anyhow::ensure!(
+            valid_project(p),
+            "--allow-project {p:?}: expected namespace/name"
+        );
+    }
+    let flags = EngineFlags {
+        reranker: args.reranker.as_deref(),
+        no_reranker: args.no_reranker,
+    };
+    let collections: Vec<Collection> = args
+        .bundle
+        .iter()
+        .map(|b| load(b, args.models.as_deref(), &flags))
+        .collect();
+    let log: Box<dyn Write + Send> = match &args.log {
+        Some(path) => Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the log {}", path.display()))?,
+        ),
+        None => Box::new(std::io::stderr()),
+    };
+    for c in &collections {
+        let state = match &c.engine {
+            Ok(_) => "ready".to_owned(),
+            Err(e) => format!("unavailable: {}", e.message),
+        };
+        let line = json!({"event": "bundle", "path": c.path.display().to_string(), "projectId": c.project, "state": state});
+        eprintln!("{line}");
+    }
+    let server = DocsServer(Arc::new(Inner {
+        collections,
+        allow: args.allow_project.clone(),
+        limiter: Mutex::new(Bucket {
+            per_minute: args.rate_limit,
+            tokens: f64::from(args.rate_limit),
+            at: Instant::now(),
+        }),
+        log: Mutex::new(log),
+    }));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let service = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("MCP handshake on stdio failed")?;
+        service.waiting().await.context("MCP session failed")?;
+        Ok(())
+    })
+}
+
+fn valid_project(p: &str) -> bool {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
+    matches!(p.split_once('/'), Some((ns, name)) if ok(ns) && ok(name))
+}
+
+/// What a tool call answered: the JSON for structured content, its text, and whether it is
+/// an error; plus what the log line says about it.
+struct Outcome {
+    structured: Value,
+    text: String,
+    is_error: bool,
+    results: Option<usize>,
+    error_code: Option<String>,
+}
+
+impl DocsServer {
+    /// The collection a request names (by projectId), after the access scope; the contract's
+    /// error otherwise, and `UNAUTHORIZED` for a project the client may not query.
+    fn collection(&self, project: Option<&str>) -> std::result::Result<&Collection, Refusal> {
+        let inner = &self.0;
+        let chosen = match project {
+            Some(p) => inner
+                .collections
+                .iter()
+                .find(|c| c.project.as_deref() == Some(p)),
+            None => inner.collections.first(),
+        };
+        let target = project
+            .map(str::to_owned)
+            .or_else(|| chosen.and_then(|c| c.project.clone()));
+        if !inner.allow.is_empty()
+            && !target
+                .as_deref()
+                .is_some_and(|t| inner.allow.iter().any(|a| a == t))
+        {
+            return Err(Refusal::Unauthorized(format!(
+                "project {} is not open to this client (allowed: {})",
+                target.as_deref().unwrap_or("(none)"),
+                inner.allow.join(", ")
+            )));
+        }
+        chosen.ok_or_else(|| {
+            Refusal::Contract(ErrorResponse {
+                error_code: ErrorCode::DocsCollectionUnavailable,
+                message: format!(
+                    "no served bundle is project {}",
+                    project.unwrap_or_default()
+                ),
+                details: Some(json!({"reason": "ProjectNotFound", "requested": project})),
+            })
+        })
+    }
+
+    fn rate_limited(&self) -> Option<u64> {
+        self.0.limiter.lock().map(|mut b| b.take()).unwrap_or(None)
+    }
+
+    /// `search_docs`: the contract, as is.
+    fn search_docs(&self, args: &Value) -> Outcome {
+        if let Some(retry) = self.rate_limited() {
+            let e = json!({"errorCode": "RATE_LIMIT", "message": format!("too many calls; try again in {retry} s"), "details": {"retryAfterSeconds": retry}});
+            return error_outcome(e, "RATE_LIMIT");
+        }
+        let text = args.to_string();
+        let project = args.get("projectId").and_then(Value::as_str);
+        let answer = self.collection(project).and_then(|c| match &c.engine {
+            Ok(engine) => engine.search_json(&text).map_err(Refusal::Contract),
+            Err(e) => Err(Refusal::Contract(e.clone())),
+        });
+        match answer {
+            Ok(r) => Outcome {
+                structured: serde_json::to_value(&r).unwrap_or(Value::Null),
+                text: render::markdown(&r, usize::MAX),
+                is_error: false,
+                results: Some(r.results.len()),
+                error_code: None,
+            },
+            Err(Refusal::Contract(e)) => {
+                let code = serde_json::to_value(e.error_code)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned));
+                error_outcome(
+                    serde_json::to_value(&e).unwrap_or(Value::Null),
+                    code.as_deref().unwrap_or("INTERNAL_ERROR"),
+                )
+            }
+            Err(Refusal::Unauthorized(message)) => error_outcome(
+                json!({"errorCode": "UNAUTHORIZED", "message": message}),
+                "UNAUTHORIZED",
+            ),
+        }
+    }
+
+    /// `search_documents`: the agents' shape over the same engine.
+    fn search_documents(&self, args: &Value) -> Outcome {
+        let refuse = |e: DocumentsError| {
+            let code = serde_json::to_value(e.error.code)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            error_outcome(serde_json::to_value(&e).unwrap_or(Value::Null), &code)
+        };
+        if let Some(retry) = self.rate_limited() {
+            return refuse(DocumentsError::new(
+                DocumentsErrorCode::RateLimit,
+                format!("too many calls; try again in {retry} s"),
+                json!({"retryAfterSeconds": retry}),
+            ));
+        }
+        let req = match DocumentsRequest::from_value(args) {
+            Ok(r) => r,
+            Err(e) => return refuse(e),
+        };
+        let collection = match self.collection(None) {
+            Ok(c) => c,
+            Err(Refusal::Unauthorized(m)) => {
+                return refuse(DocumentsError::new(
+                    DocumentsErrorCode::Unauthorized,
+                    m,
+                    json!({}),
+                ))
+            }
+            Err(Refusal::Contract(e)) => return refuse(DocumentsError::from_contract(&e)),
+        };
+        let response: std::result::Result<SearchResponse, ErrorResponse> = match &collection.engine
+        {
+            Ok(engine) => engine
+                .search(&req.to_search_request())
+                .map_err(|e| ErrorResponse::from(&e)),
+            Err(e) => Err(e.clone()),
+        };
+        match response {
+            Ok(r) => {
+                let shaped = documents::shape(&req, &r);
+                Outcome {
+                    results: Some(shaped.results.len()),
+                    structured: serde_json::to_value(&shaped).unwrap_or(Value::Null),
+                    text: render::markdown(&r, req.limit as usize),
+                    is_error: false,
+                    error_code: None,
+                }
+            }
+            Err(e) => refuse(DocumentsError::from_contract(&e)),
+        }
+    }
+
+    fn log(&self, tool: &str, args: &Value, outcome: &Outcome, started: Instant) {
+        let line = json!({
+            "time": now_rfc3339(),
+            "tool": tool,
+            "params": args,
+            "durationMs": (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            "results": outcome.results,
+            "errorCode": outcome.error_code,
+        });
+        if let Ok(mut log) = self.0.log.lock() {
+            let _ = writeln!(log, "{line}");
+            let _ = log.flush();
+        }
+    }
+}
+
+enum Refusal {
+    Contract(ErrorResponse),
+    Unauthorized(String),
+}
+
+fn error_outcome(structured: Value, code: &str) -> Outcome {
+    let message = structured
+        .pointer("/error/message")
+        .or_else(|| structured.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    Outcome {
+        text: format!("{code}: {message}"),
+        structured,
+        is_error: true,
+        results: None,
+        error_code: Some(code.to_owned()),
+    }
+}
+
+/// UTC, seconds precision, without a date crate.
+fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The contract request's schema, for `search_docs`: the fields and bounds README documents.
+fn search_docs_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 500},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            "mode": {"type": "string", "enum": ["hybrid", "fulltext", "semantic"], "default": "hybrid"},
+            "rerank": {"type": "boolean", "default": true},
+            "candidateLimit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30},
+            "filters": {
+                "type": "object",
+                "properties": {
+                    "documentTypes": {"type": "array", "items": {"type": "string"}},
+                    "dateFrom": {"type": "string", "format": "date"},
+                    "dateTo": {"type": "string", "format": "date"},
+                    "sourcePrefix": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}}
+                },
+                "additionalProperties": false
+            },
+            "maxChunksPerDocument": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+            "includeContext": {"type": "boolean", "default": true},
+            "workspacePath": {"type": "string"},
+            "projectId": {"type": "string"}
+        },
+        "required": ["query"],
+        "additionalProperties": false
+    })
+}
+
+fn tools() -> Vec<Tool> {
+    let object = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
+    vec![
+        Tool::new(
+            "search_docs",
+            "Search the documentation with docloupe's search contract: hybrid (BM25 + vectors, \
+             reranked), fulltext or semantic, with filters. Returns ranked chunks with their \
+             section breadcrumb, anchor, line range, snippet and ranking signals.",
+            object(search_docs_schema()),
+        ),
+        Tool::new(
+            "search_documents",
+            "Search the documents and get them grouped per document: title, path, type, dates, \
+             relevance, highlighted fragments with their text, facets and suggestions.",
+            object(documents::input_schema()),
+        ),
+    ]
+}
+
+impl ServerHandler for DocsServer {
+    fn get_info(&self) -> ServerConfig {
+        let projects: Vec<String> = self
+            .0
+            .collections
+            .iter()
+            .filter_map(|c| c.project.clone())
+            .collect();
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("docloupe", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "Searches documentation bundles{}. Use search_documents for documents with their \
+                 best fragments, search_docs for the full ranking contract.",
+                if projects.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", projects.join(", "))
+                }
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, McpError> {
+        let started = Instant::now();
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let tool = request.name.to_string();
+        if tool != "search_docs" && tool != "search_documents" {
+            return Err(McpError::invalid_params(
+                format!("no tool named {tool}"),
+                None,
+            ));
+        }
+        let server = self.clone();
+        let (tool_name, call_args) = (tool.clone(), args.clone());
+        // Searching is CPU work: off the protocol's threads.
+        let outcome = tokio::task::spawn_blocking(move || match tool_name.as_str() {
+            "search_docs" => server.search_docs(&call_args),
+            _ => server.search_documents(&call_args),
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("the search failed: {e}"), None))?;
+        self.log(&tool, &args, &outcome, started);
+        let mut result = if outcome.is_error {
+            CallToolResult::error(vec![ContentBlock::text(outcome.text)])
+        } else {
+            CallToolResult::success(vec![ContentBlock::text(outcome.text)])
+        };
+        result.structured_content = Some(outcome.structured);
+        Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projects_are_namespace_slash_name() {
+        assert!(valid_project("acme/docs"));
+        assert!(valid_project("npm/cli-docs"));
+        for bad in ["acme", "/docs", "acme/", "a/b/c", "ac me/docs"] {
+            assert!(!valid_project(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_bucket_refills_and_says_how_long_to_wait() {
+        let mut b = Bucket {
+            per_minute: 2,
+            tokens: 2.0,
+            at: Instant::now(),
+        };
+        assert_eq!(b.take(), None);
+        assert_eq!(b.take(), None);
+        let wait = b.take().unwrap();
+        assert!((1..=30).contains(&wait), "{wait}");
+        assert_eq!(
+            Bucket {
+                per_minute: 0,
+                tokens: 0.0,
+                at: Instant::now()
+            }
+            .take(),
+            None
+        );
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 20, "{t}");
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
+    }
+}

@@ -1,0 +1,203 @@
+//! How a response reads: in a terminal (`--format text`, colours on a TTY) and as markdown
+//! (`--format markdown`, and the text the MCP tools return beside their structured content).
+//! Both group results per document, as `search_documents` does, and keep what a reader needs
+//! to go to the source: the breadcrumb, `path:line` and the anchor.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use docloupe::search::documents::{marked, marked_with};
+use docloupe::{SearchResponse, SearchResult};
+
+/// Results grouped by document, in the order of each document's best result; at most
+/// `max_docs` documents.
+fn by_document(r: &SearchResponse, max_docs: usize) -> Vec<Vec<&SearchResult>> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut groups: BTreeMap<&str, Vec<&SearchResult>> = BTreeMap::new();
+    for res in &r.results {
+        let doc = res.document_path.as_str();
+        if !groups.contains_key(doc) {
+            if order.len() == max_docs {
+                continue;
+            }
+            order.push(doc);
+        }
+        groups.entry(doc).or_default().push(res);
+    }
+    order
+        .into_iter()
+        .map(|d| groups.remove(d).unwrap_or_default())
+        .collect()
+}
+
+/// "hybrid, reranked" and the like, plus why it fell back.
+fn strategy(r: &SearchResponse) -> String {
+    let name = match r.applied_strategy.as_str() {
+        docloupe::search::response::STRATEGY_RERANK => "hybrid, reranked",
+        docloupe::search::response::STRATEGY_HYBRID => "hybrid",
+        docloupe::search::response::STRATEGY_FULLTEXT => "fulltext",
+        docloupe::search::response::STRATEGY_SEMANTIC => "semantic",
+        other => other,
+    };
+    match &r.degraded_reason {
+        Some(why) => format!("{name}; fallback: {why}"),
+        None => name.to_owned(),
+    }
+}
+
+fn location(res: &SearchResult) -> String {
+    let anchor = if res.anchor.is_empty() {
+        String::new()
+    } else {
+        format!("#{}", res.anchor)
+    };
+    if res.line_start == res.line_end {
+        format!("{}:{}{anchor}", res.document_path, res.line_start)
+    } else {
+        format!(
+            "{}:{}-{}{anchor}",
+            res.document_path, res.line_start, res.line_end
+        )
+    }
+}
+
+/// The signals the answer's strategy computed (a keyword-only answer has no cosine).
+fn scores(r: &SearchResponse, res: &SearchResult) -> String {
+    let s = &res.ranking_signals;
+    let lexical_only = r.applied_strategy == docloupe::search::response::STRATEGY_FULLTEXT
+        || matches!(
+            r.degraded_reason.as_deref(),
+            Some("models_loading" | "models_unavailable")
+        );
+    let semantic = if lexical_only {
+        String::new()
+    } else {
+        format!(", cos {:.2}", s.semantic)
+    };
+    format!(
+        "score {:.3} (bm25 {:.2}{semantic}{})",
+        res.score,
+        s.lexical,
+        s.rerank
+            .map(|p| format!(", rerank {p:.2}"))
+            .unwrap_or_default()
+    )
+}
+
+/// The terminal rendering.
+pub fn text(
+    out: &mut impl Write,
+    r: &SearchResponse,
+    max_docs: usize,
+    color: bool,
+) -> std::io::Result<()> {
+    let (bold, dim, hl, reset) = if color {
+        ("\x1b[1m", "\x1b[2m", "\x1b[1;33m", "\x1b[0m")
+    } else {
+        ("", "", "", "")
+    };
+    let groups = by_document(r, max_docs);
+    let documents: usize = r.facets.document_types.values().sum();
+    writeln!(
+        out,
+        "{dim}{} of {documents} documents for {:?} ({}, {:.0} ms){reset}",
+        groups.len(),
+        r.query,
+        strategy(r),
+        r.timings.total_ms
+    )?;
+    if !r.suggestions.is_empty() {
+        writeln!(
+            out,
+            "{dim}did you mean: {}{reset}",
+            r.suggestions.join(" | ")
+        )?;
+    }
+    for (i, hits) in groups.iter().enumerate() {
+        let first = hits[0];
+        let date = first
+            .date
+            .as_deref()
+            .map(|d| format!(" · {d}"))
+            .unwrap_or_default();
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{bold}{}. {}{reset}  {dim}{} · {}{date}{reset}",
+            i + 1,
+            first.title,
+            first.document_path,
+            first.document_type
+        )?;
+        for res in hits {
+            writeln!(out, "   {bold}{}{reset}", res.section_path.join(" › "))?;
+            writeln!(out, "   {dim}{}  {}{reset}", location(res), scores(r, res))?;
+            writeln!(out, "   {}", marked(res, hl, reset))?;
+        }
+    }
+    Ok(())
+}
+
+/// Markdown: pastes cleanly into a chat or an issue. Links are relative to the collection.
+pub fn markdown(r: &SearchResponse, max_docs: usize) -> String {
+    let groups = by_document(r, max_docs);
+    let documents: usize = r.facets.document_types.values().sum();
+    let mut md = format!(
+        "**{} of {documents} documents** for “{}” · {} · {:.0} ms\n",
+        groups.len(),
+        escape(&r.query),
+        strategy(r),
+        r.timings.total_ms
+    );
+    if !r.suggestions.is_empty() {
+        let s: Vec<String> = r
+            .suggestions
+            .iter()
+            .map(|s| format!("“{}”", escape(s)))
+            .collect();
+        md.push_str(&format!("\nDid you mean {}?\n", s.join(", ")));
+    }
+    for (i, hits) in groups.iter().enumerate() {
+        let first = hits[0];
+        let date = first
+            .date
+            .as_deref()
+            .map(|d| format!(" · {d}"))
+            .unwrap_or_default();
+        md.push_str(&format!(
+            "\n{}. **{}** — `{}` · {}{date}\n",
+            i + 1,
+            escape(&first.title),
+            first.document_path,
+            first.document_type
+        ));
+        for res in hits {
+            md.push_str(&format!(
+                "   - *{}* — `{}` · {}\n     > {}\n",
+                escape(&res.section_path.join(" › ")),
+                location(res),
+                scores(r, res),
+                marked_with(res, "**", "**", escape).replace('\n', " ")
+            ));
+        }
+    }
+    if groups.is_empty() {
+        md.push_str("\nNo documents matched.\n");
+    }
+    md
+}
+
+/// Markdown-escapes the characters that would change a line's meaning.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(
+            c,
+            '*' | '_' | '`' | '[' | ']' | '<' | '>' | '#' | '|' | '\\'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

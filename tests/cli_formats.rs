@@ -1,0 +1,184 @@
+//! Spec: `docloupe search` — the `/search` command — prints the same answer three ways: text
+//! for a terminal, markdown for a chat, JSON in `search_documents`' shape. Golden files in
+//! `tests/fixtures/golden/` (times masked); `UPDATE_GOLDEN=1 cargo test --test cli_formats`
+//! rewrites them, for review in the diff. The hybrid goldens run on the portable kernels, whose
+//! arithmetic is the same on every CPU, so the model-derived scores in them are too.
+
+mod common;
+
+use std::path::Path;
+
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(actual, expected, "{name} differs from its golden file");
+}
+
+/// Runs `docloupe search` on the fixture bundle; stdout with times masked, and the status.
+fn search(args: &[&str]) -> (String, Option<i32>) {
+    let (_tmp, bundle) = common::fixture_bundle_file();
+    let out = common::docloupe_search(&bundle)
+        .args(["--models", common::model_dir().to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let masked = mask_times(&text);
+    (masked, out.status.code())
+}
+
+/// Replaces times ("12 ms", "0.004s") with fixed text: they vary run to run.
+fn mask_times(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for line in s.split_inclusive('\n') {
+        let mut line = line.to_owned();
+        if let Some(i) = line.find("\"search_time\": \"") {
+            let start = i + "\"search_time\": \"".len();
+            if let Some(len) = line[start..].find('"') {
+                line.replace_range(start..start + len, "T");
+            }
+        }
+        // "…, 12 ms)" and "· 12 ms" in the headers.
+        if let Some(end) = line.find(" ms") {
+            let start = line[..end]
+                .rfind(|c: char| !c.is_ascii_digit())
+                .map_or(0, |i| i + 1);
+            if start < end {
+                line.replace_range(start..end, "N");
+            }
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
+const QUERY: [&str; 3] = ["configure", "the", "cache"];
+
+#[test]
+fn text_is_grouped_by_document_with_breadcrumbs_and_path_line() {
+    let (out, code) = search(
+        &[
+            &[
+                "--kernels",
+                "portable",
+                "--mode",
+                "hybrid",
+                "-l",
+                "2",
+                "-k",
+                "2",
+            ][..],
+            &QUERY,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, Some(0));
+    golden("search.txt", &out);
+    assert!(
+        out.contains("en/caching.md:14-20#configure-the-cache-size"),
+        "{out}"
+    );
+    assert!(
+        !out.contains('\x1b'),
+        "no colours when stdout is not a terminal"
+    );
+}
+
+#[test]
+fn markdown_pastes_into_a_chat() {
+    let (out, code) = search(
+        &[
+            &[
+                "--kernels",
+                "portable",
+                "--mode",
+                "hybrid",
+                "-f",
+                "markdown",
+                "-l",
+                "2",
+                "-k",
+                "2",
+            ][..],
+            &QUERY,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, Some(0));
+    golden("search.md", &out);
+    assert!(out.contains("**cache**"), "{out}");
+}
+
+#[test]
+fn json_is_the_search_documents_shape() {
+    let (out, code) = search(
+        &[
+            &[
+                "--kernels",
+                "portable",
+                "--mode",
+                "hybrid",
+                "-f",
+                "json",
+                "-l",
+                "2",
+                "-k",
+                "2",
+            ][..],
+            &QUERY,
+        ]
+        .concat(),
+    );
+    assert_eq!(code, Some(0));
+    golden("search.json", &out);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["success"], true);
+    assert_eq!(v["results"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn the_search_options_reach_the_engine() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let (out, _) = search(&[&["-f", "json", "--mode", "fulltext"][..], args].concat());
+        serde_json::from_str(&out).unwrap()
+    };
+    let paths = |v: &serde_json::Value| -> Vec<String> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["file_path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(paths(&json(&["--source", "ru/", "кэш"]))
+        .iter()
+        .all(|p| p.starts_with("ru/")));
+    assert!(paths(&json(&["-t", "pdf,docx", "cache"])).is_empty());
+    assert!(!paths(&json(&["--types", "md", "cache"])).is_empty());
+    let dated = json(&[
+        "--date-from",
+        "2024-03-01",
+        "--date-to",
+        "2024-03-31",
+        "cache",
+    ]);
+    assert!(dated["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|d| d["updated_at"].as_str().unwrap().starts_with("2024-03")));
+    let one = json(&["-l", "1", "-k", "1", "-c", "false", "cache"]);
+    let doc = &one["results"][0];
+    assert_eq!(one["results"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["context_chunks"].as_array().unwrap().len(), 1, "{doc}");
+    let (out, code) = search(&["-f", "json", "--date-from", "2024-13-01", "cache"]);
+    assert_eq!(code, Some(1));
+    golden("error.json", &out);
+}

@@ -1,0 +1,201 @@
+// `docloupe mcp` driven by a real MCP client (the official TypeScript SDK) over stdio: the
+// handshake, the tool list with search_documents' exact schema, both tools, every refusal.
+// Run by tests/mcp/run.sh (env DOCLOUPE_MCP_WORK: fixtures.bundle (project docloupe/fixtures),
+// corrupt.bundle, DOCLOUPE_MODEL_DIR). Writes a transcript of one session to
+// target/test-output/mcp/transcript.jsonl.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const need = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (run through tests/mcp/run.sh)`);
+  return v;
+};
+const WORK = need('DOCLOUPE_MCP_WORK');
+const MODELS = need('DOCLOUPE_MODEL_DIR');
+const BUNDLE = path.join(WORK, 'fixtures.bundle');
+const OUT = path.join(ROOT, 'target/test-output/mcp');
+fs.mkdirSync(OUT, { recursive: true });
+
+const sessions = [];
+after(async () => {
+  for (const s of sessions) await s.close().catch(() => {});
+});
+
+/** A client session with `docloupe mcp` started with `args`; `log` captures the query log. */
+async function connect(args, { log } = {}) {
+  const transport = new StdioClientTransport({
+    command: path.join(ROOT, 'target/release/docloupe'),
+    args: ['mcp', '--models', MODELS, ...args, ...(log ? ['--log', log] : [])],
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'docloupe-tests', version: '1.0.0' });
+  await client.connect(transport);
+  sessions.push(client);
+  return client;
+}
+
+const call = (client, name, args) => client.callTool({ name, arguments: args });
+
+/** The structured error of a refused call (isError), with its code. */
+function refused(result, code) {
+  assert.equal(result.isError, true, JSON.stringify(result));
+  const e = result.structuredContent;
+  assert.equal(e.success, false);
+  assert.equal(e.error.code, code, JSON.stringify(e));
+  assert.equal(typeof e.error.message, 'string');
+  return e.error;
+}
+
+test('initialize, list tools: both tools, search_documents with exactly the specified schema', async () => {
+  const client = await connect(['--bundle', BUNDLE]);
+  assert.equal(client.getServerVersion().name, 'docloupe');
+  assert.ok(client.getServerCapabilities().tools);
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), ['search_docs', 'search_documents']);
+  const schema = tools.find((t) => t.name === 'search_documents').inputSchema;
+  assert.deepEqual(Object.keys(schema.properties).sort(), [
+    'date_range', 'document_types', 'include_context', 'limit', 'max_chunks', 'query', 'search_mode', 'source_filter',
+  ]);
+  assert.deepEqual(schema.required, ['query']);
+  assert.equal(schema.additionalProperties, false);
+  const p = schema.properties;
+  assert.deepEqual([p.query.type, p.query.minLength, p.query.maxLength], ['string', 1, 500]);
+  assert.deepEqual([p.limit.type, p.limit.minimum, p.limit.maximum, p.limit.default], ['integer', 1, 50, 10]);
+  assert.deepEqual([p.document_types.type, p.document_types.items.type, p.document_types.default], ['array', 'string', []]);
+  assert.deepEqual(Object.keys(p.date_range.properties).sort(), ['from', 'to']);
+  assert.equal(p.date_range.properties.from.format, 'date');
+  assert.equal(p.source_filter.type, 'string');
+  assert.deepEqual([p.include_context.type, p.include_context.default], ['boolean', true]);
+  assert.deepEqual([p.max_chunks.type, p.max_chunks.minimum, p.max_chunks.maximum, p.max_chunks.default], ['integer', 1, 10, 3]);
+  assert.deepEqual([p.search_mode.enum, p.search_mode.default], [['semantic', 'fulltext', 'hybrid'], 'hybrid']);
+  const docs = tools.find((t) => t.name === 'search_docs').inputSchema;
+  assert.deepEqual(docs.required, ['query']);
+  assert.ok(docs.properties.filters.properties.documentTypes);
+});
+
+test('search_documents: results grouped per document, in the specified shape', async () => {
+  const client = await connect(['--bundle', BUNDLE]);
+  const r = await call(client, 'search_documents', { query: 'how big can the cache be', limit: 2, max_chunks: 2 });
+  assert.notEqual(r.isError, true, JSON.stringify(r));
+  const s = r.structuredContent;
+  assert.equal(s.success, true);
+  assert.equal(s.query, 'how big can the cache be');
+  assert.ok(s.total_results >= s.results.length && s.results.length === 2, JSON.stringify(s));
+  assert.match(s.search_time, /^\d+\.\d{3}s$/);
+  const doc = s.results[0];
+  assert.deepEqual(Object.keys(doc).sort(), [
+    'context_chunks', 'created_at', 'file_path', 'file_size', 'file_type', 'highlights', 'id', 'relevance_score', 'title', 'updated_at',
+  ]);
+  assert.equal(doc.file_path, 'en/caching.md');
+  assert.equal(doc.file_type, 'md');
+  assert.ok(doc.highlights.length >= 1 && doc.highlights.length <= 2);
+  assert.ok(doc.highlights.some((h) => /\*\*cache\*\*/i.test(h)), JSON.stringify(doc.highlights));
+  for (const c of doc.context_chunks) {
+    assert.deepEqual(Object.keys(c).sort(), ['chunk_index', 'page_number', 'relevance_score', 'text']);
+    assert.equal(c.page_number, null);
+  }
+  assert.ok(doc.context_chunks.some((c) => c.relevance_score === null), 'neighbours come as context');
+  assert.deepEqual(Object.keys(s.facets).sort(), ['date_distribution', 'document_types']);
+  assert.ok(s.facets.document_types.md >= 2);
+  assert.ok(Array.isArray(s.suggestions));
+  assert.match(r.content[0].text, /en\/caching\.md/);
+  // Filters: type, date range, path prefix; no context.
+  const ru = await call(client, 'search_documents', { query: 'кэш', source_filter: 'ru/', include_context: false, search_mode: 'fulltext' });
+  assert.ok(ru.structuredContent.results.every((d) => d.file_path.startsWith('ru/')));
+  assert.ok(ru.structuredContent.results.every((d) => d.context_chunks.every((c) => c.relevance_score !== null)));
+  const dated = await call(client, 'search_documents', { query: 'cache', date_range: { from: '2024-03-01', to: '2024-03-31' }, search_mode: 'fulltext' });
+  assert.ok(dated.structuredContent.results.every((d) => d.updated_at?.startsWith('2024-03')), JSON.stringify(dated.structuredContent));
+  const none = await call(client, 'search_documents', { query: 'cache', document_types: ['pdf'] });
+  assert.equal(none.structuredContent.results.length, 0);
+});
+
+test('search_docs: the contract in, the contract out', async () => {
+  const client = await connect(['--bundle', BUNDLE]);
+  const r = await call(client, 'search_docs', { query: 'cache size', limit: 3, mode: 'hybrid' });
+  assert.notEqual(r.isError, true, JSON.stringify(r));
+  const s = r.structuredContent;
+  assert.equal(s.appliedStrategy, 'bm25_plus_vector_rerank_docs_only');
+  assert.equal(s.fallbackApplied, false);
+  assert.equal(s.results.length, 3);
+  assert.ok(s.results.every((x) => typeof x.rankingSignals.rerank === 'number'));
+  assert.match(r.content[0].text, /Configure the cache size/);
+  const bad = await call(client, 'search_docs', { query: 'x', limit: 0 });
+  assert.equal(bad.isError, true);
+  assert.equal(bad.structuredContent.errorCode, 'INVALID_REQUEST');
+  assert.equal(bad.structuredContent.details.field, 'limit');
+});
+
+test('invalid arguments are INVALID_QUERY naming the field', async () => {
+  const client = await connect(['--bundle', BUNDLE]);
+  for (const [args, field] of [
+    [{ query: '' }, 'query'],
+    [{ query: '   ' }, 'query'],
+    [{ query: 'x'.repeat(501) }, 'query'],
+    [{ query: 'cache', limit: 0 }, 'limit'],
+    [{ query: 'cache', limit: 51 }, 'limit'],
+    [{ query: 'cache', max_chunks: 0 }, 'max_chunks'],
+    [{ query: 'cache', search_mode: 'vector' }, 'search_mode'],
+    [{ query: 'cache', date_range: { from: '2024-02-30' } }, 'date_range.from'],
+    [{ query: 'cache', date_range: { from: 'yesterday' } }, 'date_range.from'],
+    [{ query: 'cache', date_range: { from: '2024-05-01', to: '2024-01-01' } }, 'date_range.from'],
+    [{ query: 'cache', colour: 'red' }, 'colour'],
+    [{ limit: 3 }, ''],
+  ]) {
+    const e = refused(await call(client, 'search_documents', args), 'INVALID_QUERY');
+    assert.equal(e.details.field, field, `${JSON.stringify(args)}: ${e.message}`);
+  }
+});
+
+test('a corrupt bundle is INDEX_UNAVAILABLE; the server still answers', async () => {
+  const client = await connect(['--bundle', path.join(WORK, 'corrupt.bundle')]);
+  const e = refused(await call(client, 'search_documents', { query: 'cache' }), 'INDEX_UNAVAILABLE');
+  assert.match(e.message, /checksum|corrupt|truncated/i);
+  const docs = await call(client, 'search_docs', { query: 'cache' });
+  assert.equal(docs.structuredContent.errorCode, 'DOCS_COLLECTION_UNAVAILABLE');
+});
+
+test('access scope: other projects are UNAUTHORIZED; allowed ones answer', async () => {
+  const open = await connect(['--bundle', BUNDLE, '--allow-project', 'docloupe/fixtures']);
+  assert.notEqual((await call(open, 'search_documents', { query: 'cache' })).isError, true);
+  const other = await call(open, 'search_docs', { query: 'cache', projectId: 'acme/secrets' });
+  assert.equal(other.structuredContent.errorCode, 'UNAUTHORIZED');
+  const closed = await connect(['--bundle', BUNDLE, '--allow-project', 'acme/other']);
+  refused(await call(closed, 'search_documents', { query: 'cache' }), 'UNAUTHORIZED');
+});
+
+test('rate limit: past the configured calls per minute, RATE_LIMIT with the wait', async () => {
+  const client = await connect(['--bundle', BUNDLE, '--rate-limit', '2']);
+  for (let i = 0; i < 2; i++) assert.notEqual((await call(client, 'search_documents', { query: `cache ${i}` })).isError, true);
+  const e = refused(await call(client, 'search_documents', { query: 'cache' }), 'RATE_LIMIT');
+  assert.ok(e.details.retryAfterSeconds >= 1);
+});
+
+test('every call is logged as a JSON line with its parameters and time; a transcript is kept', async () => {
+  const log = path.join(WORK, 'queries.jsonl');
+  const client = await connect(['--bundle', BUNDLE], { log });
+  const transcript = [];
+  const record = async (name, args) => {
+    const result = await call(client, name, args);
+    transcript.push({ request: { method: 'tools/call', params: { name, arguments: args } }, response: result });
+    return result;
+  };
+  transcript.push({ request: { method: 'tools/list' }, response: await client.listTools() });
+  await record('search_documents', { query: 'how do I upgrade the server', limit: 2, max_chunks: 1 });
+  await record('search_docs', { query: 'обновление сервера', limit: 2, mode: 'fulltext' });
+  await record('search_documents', { query: 'cache', limit: 0 });
+  fs.writeFileSync(path.join(OUT, 'transcript.jsonl'), transcript.map((t) => JSON.stringify(t)).join('\n') + '\n');
+  const lines = fs.readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(lines.length, 3);
+  assert.deepEqual(lines.map((l) => l.tool), ['search_documents', 'search_docs', 'search_documents']);
+  assert.equal(lines[0].params.query, 'how do I upgrade the server');
+  assert.ok(lines.every((l) => Date.parse(l.time) && typeof l.durationMs === 'number'));
+  assert.equal(lines[0].results, 2);
+  assert.equal(lines[2].errorCode, 'INVALID_QUERY');
+});

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `docloupe mcp` under a real MCP client: the official TypeScript SDK from npm
+# (tests/mcp/package-lock.json) spawns the server over stdio. Needs the release binaries,
+# the embedding model (MODEL_DIR) and `npm ci` in tests/mcp.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+MODEL_DIR=${MODEL_DIR:?MODEL_DIR (the embedding model directory) is required}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bundle" --model "$MODEL_DIR" \
+  --project docloupe/fixtures --quiet >/dev/null
+# The same bundle with one byte flipped in its body: a checksum failure when loaded.
+python3 - "$work/fixtures.bundle" "$work/corrupt.bundle" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+b[len(b) // 2] ^= 0xFF
+open(sys.argv[2], 'wb').write(b)
+PY
+echo "== docloupe mcp under the MCP TypeScript SDK's client"
+DOCLOUPE_MCP_WORK="$work" DOCLOUPE_MODEL_DIR="$MODEL_DIR" node --test --test-concurrency=1 tests/mcp/mcp.test.mjs
