@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { env } from '../wasm/env.mjs';
 import { statusFor } from '../../www/edge/http.js';
+import { startPlainWorkerd } from './workerd.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const EDGE = path.join(ROOT, 'www/edge');
@@ -361,5 +362,34 @@ test('the bundle from R2 (a whole bundle file) and from KV', async () => {
     } finally {
       w.stop();
     }
+  }
+});
+
+// Regression: on self-hosted workerd with no cache storage, caches.default.match throws
+// "No Cache was configured", and every search used to answer 500 INTERNAL_ERROR.
+test('plain workerd (the upload wrangler builds, no wrangler dev, no Cache API storage): searches answer, the cache is reported as failing', async () => {
+  const w = await startPlainWorkerd({ assets: path.join(WORK, 'assets'), work: path.join(WORK, 'plain') });
+  try {
+    const expected = await (await post(main, { query: 'cache size', mode: 'fulltext' })).text();
+    const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
+    for (let i = 0; i < 2; i++) {
+      const r = await post(w, { query: 'cache size', mode: 'fulltext' });
+      const text = await r.text();
+      assert.equal(r.status, 200, text);
+      assert.equal(r.headers.get('x-docloupe-cache'), 'error');
+      assert.equal(strip(text), strip(expected));
+    }
+    // The log line is written as the response goes out; give it a moment to arrive.
+    let logged = [];
+    for (let i = 0; i < 50 && logged.length < 2; i++) {
+      logged = w.logs().filter((l) => l.path === QUERY);
+      if (logged.length < 2) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(logged.length, 2);
+    assert.match(logged[0].cacheError, /Cache/);
+    const heap = await w.heap();
+    assert.ok(heap.usedBytes > 0 && heap.usedBytes <= heap.totalBytes, JSON.stringify(heap));
+  } finally {
+    w.stop();
   }
 });

@@ -4,6 +4,7 @@
 # built with the real model (so hybrid requests exist to degrade) for a project, split, and the
 # native CLI answers the parity requests (tests/parity/requests.jsonl, made fulltext: the
 # Worker runs the lexical engine) for comparison.
+# Extra arguments go to node --test (e.g. --test-name-pattern=plain).
 # Needs `make wasm` (www/pkg/lexical), the release binaries and `npm ci` in www/edge.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,4 +32,4 @@ node -e '
 target/release/docloupe search --bundle "$work/fixtures.bundle" --no-reranker --jsonl \
   < "$work/requests.jsonl" > "$work/native.jsonl"
 echo "== the Worker on workerd (wrangler dev, local)"
-DOCLOUPE_EDGE_WORK="$work" node --test --test-concurrency=1 tests/edge/edge.test.mjs
+DOCLOUPE_EDGE_WORK="$work" node --test --test-concurrency=1 "$@" tests/edge/edge.test.mjs

@@ -17,8 +17,9 @@
 // content type, a body over MAX_BODY_BYTES included); 404 DOCS_COLLECTION_UNAVAILABLE for
 // another project; 503 DOCS_COLLECTION_UNAVAILABLE when the bundle is missing or corrupt; 429
 // RATE_LIMIT with Retry-After; 500 INTERNAL_ERROR, never with a stack. Identical requests are
-// answered from the Cache API for CACHE_TTL_SECONDS (X-Docloupe-Cache: hit | miss), keyed by
-// the bundle's sha256 and the request in canonical form. One JSON log line per query.
+// answered from the Cache API for CACHE_TTL_SECONDS (X-Docloupe-Cache: hit | miss, or error
+// when the Cache API fails, which never fails the request), keyed by the bundle's sha256 and the
+// request in canonical form. One JSON log line per query.
 import * as lexicalGlue from '../pkg/lexical/docloupe.js';
 import lexicalWasm from '../pkg/lexical/docloupe_bg.wasm';
 import { Host, contractError } from '../host.js';
@@ -195,9 +196,17 @@ async function search(request, env, ctx, url, cfg, log) {
     canonical && cfg.cacheTtl > 0 && state.version
       ? new Request(`https://cache.docloupe.invalid/v1/${state.version}/${hex(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonical)))}`)
       : null;
-  const cache = globalThis.caches?.default;
-  if (cacheKey && cache) {
-    const hit = await cache.match(cacheKey);
+  // The cache only saves work: when the Cache API fails (self-hosted workerd has none unless
+  // configured: "No Cache was configured"), the engine answers and the log says so.
+  let cache = cacheKey ? globalThis.caches?.default : undefined;
+  if (cache) {
+    let hit;
+    try {
+      hit = await cache.match(cacheKey);
+    } catch (e) {
+      log.cacheError = String(e?.message ?? e);
+      cache = undefined;
+    }
     if (hit) {
       log.cache = 'hit';
       log.results = Number(hit.headers.get('X-Docloupe-Results') ?? 0);
@@ -219,12 +228,16 @@ async function search(request, env, ctx, url, cfg, log) {
     return json(text, status);
   }
   log.results = answer.results.length;
-  log.cache = cacheKey && cache ? 'miss' : 'off';
+  log.cache = cache ? 'miss' : log.cacheError ? 'error' : 'off';
   const headers = { 'X-Docloupe-Cache': log.cache, 'X-Docloupe-Results': String(answer.results.length), 'X-Docloupe-Bundle': state.version ?? '' };
   const response = json(text, 200, headers);
-  if (cacheKey && cache) {
+  if (cache) {
     const stored = json(text, 200, { ...headers, 'Cache-Control': `public, max-age=${cfg.cacheTtl}` });
-    ctx.waitUntil(cache.put(cacheKey, stored));
+    ctx.waitUntil(
+      cache.put(cacheKey, stored).catch((e) => {
+        console.log(JSON.stringify({ time: new Date().toISOString(), requestId: log.requestId, cacheError: String(e?.message ?? e) }));
+      }),
+    );
   }
   return response;
 }
