@@ -176,6 +176,23 @@ impl WasmEngine {
         Ok(())
     }
 
+    /// How long the rerank stage may take per request, in whole milliseconds (default 2000, as
+    /// natively); past it the fused order is returned with `degradedReason:
+    /// "rerank_budget_exceeded"`. Anything but a whole number ≥ 0 throws `INVALID_REQUEST`.
+    #[wasm_bindgen(js_name = setRerankBudgetMs)]
+    pub fn set_rerank_budget_ms(&mut self, ms: f64) -> Result<(), JsValue> {
+        if !(ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0 && ms <= 9_007_199_254_740_991.0) {
+            return Err(error_js(Error::InvalidRequest {
+                field: "rerankBudgetMs".into(),
+                message: format!("{ms}: expected a whole number of milliseconds, 0 or more"),
+            }));
+        }
+        let mut options = self.inner.options().clone();
+        options.rerank_budget_ms = ms as u64;
+        self.inner.set_options(options);
+        Ok(())
+    }
+
     /// The contract: a request object in, the response or the error object out (never throws).
     pub fn search(&self, request: JsValue) -> JsValue {
         // JSON.stringify is the JS host's own reading of "a JSON value": functions and

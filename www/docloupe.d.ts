@@ -38,6 +38,11 @@ export interface OpenOptions {
    * `--kernels portable`; inference 2–4× slower).
    */
   kernels?: 'fast' | 'portable';
+  /**
+   * How long the rerank stage may take per search, in milliseconds (default 2000, as natively);
+   * past it the fused order comes back with `degradedReason: "rerank_budget_exceeded"`.
+   */
+  rerankBudgetMs?: number;
   /** Where the wasm builds are; defaults to pkg/{lexical,full,portable}/docloupe_bg.wasm beside this module. */
   wasm?: { lexical?: Source; full?: Source; portable?: Source };
   onStatus?: (status: EngineStatus) => void;

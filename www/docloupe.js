@@ -17,7 +17,7 @@ function absolute(source) {
   return new URL(source, globalThis.location?.href ?? import.meta.url).href;
 }
 
-function absoluteOptions({ bundle, models, wasm, kernels }) {
+function absoluteOptions({ bundle, models, wasm, kernels, rerankBudgetMs }) {
   const map = (o) => (o && typeof o === 'object' ? Object.fromEntries(Object.entries(o).map(([k, v]) => [k, absolute(v)])) : o);
   return {
     bundle: absolute(bundle),
@@ -26,6 +26,7 @@ function absoluteOptions({ bundle, models, wasm, kernels }) {
       : models,
     wasm: map(wasm),
     kernels,
+    rerankBudgetMs,
   };
 }
 

@@ -167,6 +167,7 @@ export class Host {
   #fetch;
   #maxFileBytes;
   #lexicalFallback = null;
+  #rerankBudgetMs = null;
 
   /**
    * `options.fetch` replaces `fetch` for every URL the host loads (a Worker maps bundle URLs
@@ -193,7 +194,7 @@ export class Host {
    * flagged with that reason. `glue` gives build glue modules directly ({lexical}), for hosts
    * that cannot import them at run time. Rejects with a contract error object.
    */
-  async open({ bundle, models, wasm, glue: glues, kernels = 'fast', stage = 'all', lexicalFallback = null } = {}) {
+  async open({ bundle, models, wasm, glue: glues, kernels = 'fast', stage = 'all', lexicalFallback = null, rerankBudgetMs = null } = {}) {
     const started = performance.now();
     if (bundle === undefined || bundle === null) {
       throw contractError('INVALID_REQUEST', 'open() needs a bundle (URL or bytes)', { field: 'bundle' });
@@ -207,7 +208,11 @@ export class Host {
     if (lexicalFallback !== null && lexicalFallback !== 'models_unavailable') {
       throw contractError('INVALID_REQUEST', 'lexicalFallback must be "models_unavailable" or null', { field: 'lexicalFallback' });
     }
+    if (rerankBudgetMs !== null && !(Number.isSafeInteger(rerankBudgetMs) && rerankBudgetMs >= 0)) {
+      throw contractError('INVALID_REQUEST', 'rerankBudgetMs must be a whole number of milliseconds, 0 or more', { field: 'rerankBudgetMs' });
+    }
     this.#lexicalFallback = lexicalFallback;
+    this.#rerankBudgetMs = rerankBudgetMs;
     this.#lexical = new Build('lexical', wasm?.lexical, glues?.lexical);
     // The models' build: simd128 kernels, or the portable build whose answers equal native's
     // (`--kernels portable`) byte for byte.
@@ -261,7 +266,7 @@ export class Host {
     ]);
     this.#models = loaded;
     this.#bundle = whole;
-    return Instance.create(this.#full, (g) => new g.Engine(whole), (e) => installModels(e, this.#models));
+    return Instance.create(this.#full, (g) => new g.Engine(whole), (e) => installModels(e, this.#models, this.#rerankBudgetMs));
   }
 
   async #loadModels(models, started) {
@@ -370,7 +375,7 @@ export class Host {
     const full = spent.build === this.#full;
     try {
       const fresh = full
-        ? await Instance.create(spent.build, (g) => new g.Engine(this.#bundle), (e) => installModels(e, this.#models))
+        ? await Instance.create(spent.build, (g) => new g.Engine(this.#bundle), (e) => installModels(e, this.#models, this.#rerankBudgetMs))
         : await Instance.create(spent.build, (g) => this.#configureLexical(this.#openLexical(g)));
       if (this.#current === spent && !this.#closed) this.#current = fresh;
       else fresh.free();
@@ -443,7 +448,8 @@ async function fetchModels(models, fetchImpl) {
   return { onnx, tokenizer, reranker: r ? { manifest: rManifest, onnx: rOnnx, tokenizer: rTokenizer } : null };
 }
 
-function installModels(engine, m) {
+function installModels(engine, m, rerankBudgetMs) {
   engine.loadEmbedder(m.onnx, m.tokenizer);
   if (m.reranker) engine.loadReranker(m.reranker.manifest, m.reranker.onnx, m.reranker.tokenizer);
+  if (rerankBudgetMs !== null && rerankBudgetMs !== undefined) engine.setRerankBudgetMs(rerankBudgetMs);
 }

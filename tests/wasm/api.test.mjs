@@ -116,6 +116,13 @@ test('the full build with both models reranks like native', () => {
   const info = e.info();
   assert.equal(info.semanticReady, true);
   assert.equal(info.rerankerReady, true);
+  for (const bad of [-1, 0.5, NaN, Infinity]) assert.equal(errorOf(() => e.setRerankBudgetMs(bad)).details.field, 'rerankBudgetMs');
+  // A budget of 0 ms runs out before the first pair: the fused order, flagged.
+  e.setRerankBudgetMs(0);
+  const cut = e.search({ query: 'how big can the cache be' });
+  assert.equal(cut.fallbackApplied, true);
+  assert.equal(cut.degradedReason, 'rerank_budget_exceeded');
+  e.setRerankBudgetMs(3_600_000);
   const r = e.search({ query: 'how big can the cache be' });
   assert.equal(r.fallbackApplied, false);
   assert.equal(r.results[0].documentPath, 'en/caching.md');

@@ -72,7 +72,8 @@ test('in a Web Worker: fulltext at once, hybrid flagged while models load, then 
   page = await freshPage();
   const out = await page.evaluate(async (models) => {
     const { Docloupe } = await import('/www/docloupe.js');
-    const engine = await Docloupe.open({ bundle: '/docs.bundle', models });
+    // No rerank time budget, as in the native answers (run.sh): the comparison is of answers.
+    const engine = await Docloupe.open({ bundle: '/docs.bundle', models, rerankBudgetMs: 3_600_000 });
     const early = await engine.search({ query: 'how big can the cache be' });
     const ready = await engine.ready;
     const requests = (await (await fetch('/requests.jsonl')).text()).split('\n').filter((l) => l.trim());

@@ -113,7 +113,12 @@ test('kernels: "portable" loads the build whose answers equal native --kernels p
     assert.equal(e.errorCode, 'INVALID_REQUEST', JSON.stringify(e));
     assert.equal(e.details.field, 'kernels');
   }
-  const engine = await Docloupe.open({ bundle: fs.readFileSync(bundlePath), models, kernels: 'portable' });
+  for (const rerankBudgetMs of [-1, 1.5, '2000', Infinity]) {
+    const e = await rejection(Docloupe.open({ bundle: fs.readFileSync(bundlePath), models, rerankBudgetMs }));
+    assert.equal(e.details.field, 'rerankBudgetMs', JSON.stringify(e));
+  }
+  // No rerank time budget, as in the native answers (run.sh): the comparison is of answers.
+  const engine = await Docloupe.open({ bundle: fs.readFileSync(bundlePath), models, kernels: 'portable', rerankBudgetMs: 3_600_000 });
   const ready = await engine.ready;
   assert.equal(ready.phase, 'ready', JSON.stringify(ready.error));
   assert.equal(ready.kernels, 'portable');

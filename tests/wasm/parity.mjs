@@ -21,6 +21,10 @@ engine.loadEmbedder(fs.readFileSync(path.join(modelDir, 'model.int8.onnx')),
 engine.loadReranker(fs.readFileSync(path.join(rerankerDir, 'manifest.json')),
   fs.readFileSync(path.join(rerankerDir, 'model.int8.onnx')),
   fs.readFileSync(path.join(rerankerDir, 'tokenizer.json')));
+// Both sides rerank without a time budget (run.sh passes the same to the native CLI): with the
+// default 2 s a slow or busy machine turns a rerank into `rerank_budget_exceeded` on one side
+// only, and the comparison would measure the machine, not the engine.
+engine.setRerankBudgetMs(3_600_000);
 
 const lines = (p) => fs.readFileSync(p, 'utf8').split('\n').filter((l) => l.trim() !== '');
 const requests = lines(requestsPath);

@@ -27,9 +27,9 @@ target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bun
   --model "$MODEL_DIR" --quiet >/dev/null
 target/release/index-builder split "$work/fixtures.bundle" --out "$work/fixtures.split" >/dev/null
 target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
-  --reranker "$RERANKER_DIR" --jsonl < tests/parity/requests.jsonl > "$work/native.jsonl"
+  --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < tests/parity/requests.jsonl > "$work/native.jsonl"
 target/release/docloupe search --kernels portable --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
-  --reranker "$RERANKER_DIR" --jsonl < tests/parity/requests.jsonl > "$work/native-portable.jsonl"
+  --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < tests/parity/requests.jsonl > "$work/native-portable.jsonl"
 echo "== JS suites: Node and headless Chromium"
 DOCLOUPE_PKG=www/pkg DOCLOUPE_BUNDLE="$work/fixtures.bundle" DOCLOUPE_SPLIT="$work/fixtures.split" \
   DOCLOUPE_MODEL_DIR="$MODEL_DIR" \
