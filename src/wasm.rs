@@ -179,12 +179,15 @@ impl WasmEngine {
     /// How long the rerank stage may take per request, in whole milliseconds (default 2000, as
     /// natively); past it the fused order is returned with `degradedReason:
     /// "rerank_budget_exceeded"`. Anything but a whole number ≥ 0 throws `INVALID_REQUEST`.
+    /// Only in the builds with models: the lexical build has no rerank stage, and keeping it
+    /// out keeps float formatting out of the build that must stay under 100 KB.
+    #[cfg(feature = "models")]
     #[wasm_bindgen(js_name = setRerankBudgetMs)]
     pub fn set_rerank_budget_ms(&mut self, ms: f64) -> Result<(), JsValue> {
         if !(ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0 && ms <= 9_007_199_254_740_991.0) {
             return Err(error_js(Error::InvalidRequest {
                 field: "rerankBudgetMs".into(),
-                message: format!("{ms}: expected a whole number of milliseconds, 0 or more"),
+                message: "expected a whole number of milliseconds, 0 or more".into(),
             }));
         }
         let mut options = self.inner.options().clone();

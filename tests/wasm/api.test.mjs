@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { env } from './env.mjs';
 
 const PKG = env('DOCLOUPE_PKG');
@@ -33,6 +34,15 @@ test('each build says what it is', () => {
   assert.equal(lexical.buildKind(), 'lexical');
   assert.equal(full.buildKind(), 'full');
   assert.equal(new lexical.Engine(bundle).info().chunks > 0, true);
+});
+
+// Regression: a float formatted in an error message of a binding meant for the models pulled
+// float formatting into the lexical build, 98 → 105 KB brotli. First paint depends on this size.
+test('the lexical build stays within 100 KB brotli (quality 11), the budget for first paint', () => {
+  const wasm = fs.readFileSync(path.join(PKG, 'lexical', 'docloupe_bg.wasm'));
+  const brotli = zlib.brotliCompressSync(wasm, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+  assert.ok(brotli <= 100_000, `${brotli} bytes brotli`);
+  assert.equal(typeof new lexical.Engine(bundle).setRerankBudgetMs, 'undefined');
 });
 
 test('the lexical build answers fulltext at once and flags hybrid while the models load', () => {
