@@ -115,11 +115,7 @@ pub fn text(
     }
     for (i, hits) in groups.iter().enumerate() {
         let first = hits[0];
-        let date = first
-            .date
-            .as_deref()
-            .map(|d| format!(" · {d}"))
-            .unwrap_or_default();
+        let date = date_suffix(first);
         writeln!(out)?;
         writeln!(
             out,
@@ -159,11 +155,7 @@ pub fn markdown(r: &SearchResponse, max_docs: usize) -> String {
     }
     for (i, hits) in groups.iter().enumerate() {
         let first = hits[0];
-        let date = first
-            .date
-            .as_deref()
-            .map(|d| format!(" · {d}"))
-            .unwrap_or_default();
+        let date = date_suffix(first);
         md.push_str(&format!(
             "\n{}. **{}** — `{}` · {}{date}\n",
             i + 1,
@@ -200,4 +192,12 @@ fn escape(s: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// " · 2024-03-05" for a dated document, nothing otherwise (text and markdown headers).
+fn date_suffix(hit: &SearchResult) -> String {
+    hit.date
+        .as_deref()
+        .map(|d| format!(" · {d}"))
+        .unwrap_or_default()
 }
