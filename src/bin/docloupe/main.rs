@@ -42,17 +42,8 @@ struct SearchArgs {
     /// The bundle file written by `index-builder build`.
     #[arg(long)]
     bundle: PathBuf,
-    /// Embedding model directory (from `make models`).
-    #[arg(long)]
-    models: Option<PathBuf>,
-    /// Cross-encoder directory for the rerank stage (manifest.json, model.int8.onnx,
-    /// tokenizer.json). Default: $DOCLOUPE_RERANKER_DIR, else prebuild/reranker/model when a
-    /// model is installed there; without one, reranked requests fall back to the fused order.
-    #[arg(long)]
-    reranker: Option<PathBuf>,
-    /// Load no rerank model: reranked requests fall back to the fused order.
-    #[arg(long, conflicts_with = "reranker")]
-    no_reranker: bool,
+    #[command(flatten)]
+    model_args: ModelArgs,
     /// Time the rerank stage may take per request, in milliseconds.
     #[arg(long, default_value_t = EngineOptions::default().rerank_budget_ms)]
     rerank_budget_ms: u64,
@@ -154,19 +145,29 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Which rerank model a front end loads, from the flags that say so.
-pub(crate) struct EngineFlags<'a> {
-    pub reranker: Option<&'a std::path::Path>,
+/// The model flags `search` and `mcp` share.
+#[derive(clap::Args)]
+pub(crate) struct ModelArgs {
+    /// Embedding model directory (from `make models`).
+    #[arg(long)]
+    pub models: Option<PathBuf>,
+    /// Cross-encoder directory for the rerank stage (manifest.json, model.int8.onnx,
+    /// tokenizer.json). Default: $DOCLOUPE_RERANKER_DIR, else prebuild/reranker/model when a
+    /// model is installed there; without one, reranked requests fall back to the fused order.
+    #[arg(long)]
+    pub reranker: Option<PathBuf>,
+    /// Load no rerank model: reranked requests fall back to the fused order.
+    #[arg(long, conflicts_with = "reranker")]
     pub no_reranker: bool,
 }
 
 /// Loads the rerank model `flags` ask for: an explicit directory must load; the default one is
 /// used when a model is installed there.
-pub(crate) fn load_reranker(flags: &EngineFlags) -> Result<Option<CrossEncoder>> {
+pub(crate) fn load_reranker(flags: &ModelArgs) -> Result<Option<CrossEncoder>> {
     if flags.no_reranker {
         return Ok(None);
     }
-    let found = match flags.reranker {
+    let found = match flags.reranker.as_deref() {
         Some(dir) => Some((dir.to_path_buf(), RerankerFiles::from_dir(dir))),
         None => RerankerFiles::default_model()
             .transpose()
@@ -203,9 +204,13 @@ fn search(args: SearchArgs) -> Result<()> {
     // A single query needs the model only for its mode; batch requests choose their own mode,
     // so the model is loaded whenever the bundle has vectors and the model is there.
     let models = if args.jsonl {
-        let dir = args.models.clone().unwrap_or_else(default_model_dir);
+        let dir = args
+            .model_args
+            .models
+            .clone()
+            .unwrap_or_else(default_model_dir);
         match header.flags.hybrid {
-            true if args.models.is_some() || dir.join("manifest.json").is_file() => {
+            true if args.model_args.models.is_some() || dir.join("manifest.json").is_file() => {
                 Some(ModelFiles::from_dir(&dir)?)
             }
             _ => None,
@@ -214,7 +219,11 @@ fn search(args: SearchArgs) -> Result<()> {
         match mode {
             Mode::Fulltext => None,
             Mode::Hybrid | Mode::Semantic => {
-                let dir = args.models.clone().unwrap_or_else(default_model_dir);
+                let dir = args
+                    .model_args
+                    .models
+                    .clone()
+                    .unwrap_or_else(default_model_dir);
                 Some(ModelFiles::from_dir(&dir).context("the embedding model is needed for hybrid/semantic search (or pass --mode fulltext)")?)
             }
         }
@@ -235,11 +244,7 @@ fn search(args: SearchArgs) -> Result<()> {
     // Only hybrid requests rerank; a single fulltext/semantic query skips loading the model.
     let wants_reranker = args.jsonl || mode == Mode::Hybrid;
     if wants_reranker && header.flags.hybrid {
-        let flags = EngineFlags {
-            reranker: args.reranker.as_deref(),
-            no_reranker: args.no_reranker,
-        };
-        if let Some(model) = load_reranker(&flags)? {
+        if let Some(model) = load_reranker(&args.model_args)? {
             engine = engine.with_reranker(Box::new(model));
         }
     }

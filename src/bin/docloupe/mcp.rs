@@ -31,7 +31,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 
-use crate::{load_reranker, render, EngineFlags};
+use crate::{load_reranker, render, ModelArgs};
 
 #[derive(clap::Args)]
 pub struct McpArgs {
@@ -39,14 +39,8 @@ pub struct McpArgs {
     /// answers requests without one).
     #[arg(long, required = true)]
     bundle: Vec<PathBuf>,
-    /// Embedding model directory (from `make models`); default: the model cache.
-    #[arg(long)]
-    models: Option<PathBuf>,
-    /// Cross-encoder directory for reranking (default: the committed model).
-    #[arg(long)]
-    reranker: Option<PathBuf>,
-    #[arg(long, conflicts_with = "reranker")]
-    no_reranker: bool,
+    #[command(flatten)]
+    model_args: ModelArgs,
     /// A project (namespace/name) clients may query; repeat for several. Without any, every
     /// served bundle may be queried.
     #[arg(long = "allow-project")]
@@ -103,7 +97,7 @@ impl Bucket {
     }
 }
 
-fn load(path: &Path, models: Option<&Path>, flags: &EngineFlags) -> Collection {
+fn load(path: &Path, flags: &ModelArgs) -> Collection {
     let loaded = (|| -> std::result::Result<Engine, ErrorResponse> {
         let bytes = std::fs::read(path).map_err(|e| ErrorResponse {
             error_code: ErrorCode::DocsCollectionUnavailable,
@@ -116,8 +110,9 @@ fn load(path: &Path, models: Option<&Path>, flags: &EngineFlags) -> Collection {
             .map_err(|e| ErrorResponse::from(&e))?
             .0;
         let model_files = if header.flags.hybrid {
-            let dir = models
-                .map(Path::to_path_buf)
+            let dir = flags
+                .models
+                .clone()
                 .unwrap_or_else(docloupe::embed::default_model_dir);
             ModelFiles::from_dir(&dir).ok()
         } else {
@@ -154,15 +149,8 @@ pub fn serve(args: McpArgs) -> Result<()> {
             "--allow-project {p:?}: expected namespace/name"
         );
     }
-    let flags = EngineFlags {
-        reranker: args.reranker.as_deref(),
-        no_reranker: args.no_reranker,
-    };
-    let collections: Vec<Collection> = args
-        .bundle
-        .iter()
-        .map(|b| load(b, args.models.as_deref(), &flags))
-        .collect();
+    let flags = &args.model_args;
+    let collections: Vec<Collection> = args.bundle.iter().map(|b| load(b, flags)).collect();
     let log: Box<dyn Write + Send> = match &args.log {
         Some(path) => Box::new(
             std::fs::OpenOptions::new()
