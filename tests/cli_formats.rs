@@ -61,24 +61,27 @@ fn mask_times(s: &str) -> String {
 
 const QUERY: [&str; 3] = ["configure", "the", "cache"];
 
+/// The golden query in `format`: hybrid on the portable kernels (so the scores are the same on
+/// any x86-64), 2 documents of up to 2 fragments.
+fn hybrid_two_by_two(format: &str) -> (String, Option<i32>) {
+    let options = [
+        "--kernels",
+        "portable",
+        "--mode",
+        "hybrid",
+        "-f",
+        format,
+        "-l",
+        "2",
+        "-k",
+        "2",
+    ];
+    search(&[&options[..], &QUERY].concat())
+}
+
 #[test]
 fn text_is_grouped_by_document_with_breadcrumbs_and_path_line() {
-    let (out, code) = search(
-        &[
-            &[
-                "--kernels",
-                "portable",
-                "--mode",
-                "hybrid",
-                "-l",
-                "2",
-                "-k",
-                "2",
-            ][..],
-            &QUERY,
-        ]
-        .concat(),
-    );
+    let (out, code) = hybrid_two_by_two("text");
     assert_eq!(code, Some(0));
     golden("search.txt", &out);
     assert!(
@@ -93,24 +96,7 @@ fn text_is_grouped_by_document_with_breadcrumbs_and_path_line() {
 
 #[test]
 fn markdown_pastes_into_a_chat() {
-    let (out, code) = search(
-        &[
-            &[
-                "--kernels",
-                "portable",
-                "--mode",
-                "hybrid",
-                "-f",
-                "markdown",
-                "-l",
-                "2",
-                "-k",
-                "2",
-            ][..],
-            &QUERY,
-        ]
-        .concat(),
-    );
+    let (out, code) = hybrid_two_by_two("markdown");
     assert_eq!(code, Some(0));
     golden("search.md", &out);
     assert!(out.contains("**cache**"), "{out}");
@@ -118,24 +104,7 @@ fn markdown_pastes_into_a_chat() {
 
 #[test]
 fn json_is_the_search_documents_shape() {
-    let (out, code) = search(
-        &[
-            &[
-                "--kernels",
-                "portable",
-                "--mode",
-                "hybrid",
-                "-f",
-                "json",
-                "-l",
-                "2",
-                "-k",
-                "2",
-            ][..],
-            &QUERY,
-        ]
-        .concat(),
-    );
+    let (out, code) = hybrid_two_by_two("json");
     assert_eq!(code, Some(0));
     golden("search.json", &out);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
