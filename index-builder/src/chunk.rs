@@ -5,6 +5,7 @@
 //! boundaries. Consecutive chunks of one section overlap by the previous chunk's last block
 //! when that block is short, so a sentence at a boundary is findable from both sides.
 
+use docloupe::bundle::PageSpan;
 use docloupe::index::embedding_input;
 
 use crate::ingest::{Block, Section};
@@ -38,6 +39,8 @@ pub struct PlannedChunk {
     pub anchor: String,
     pub line_start: u32,
     pub line_end: u32,
+    /// The pages its blocks come from (paged formats).
+    pub page_span: Option<PageSpan>,
     pub text: String,
 }
 
@@ -98,6 +101,21 @@ fn make_chunk(
         anchor: section.anchor.clone(),
         line_start: pieces.first().map_or(1, |p| p.0.line_start),
         line_end: pieces.last().map_or(1, |p| p.0.line_end),
+        page_span: pieces.iter().filter_map(|p| p.0.page).fold(
+            None,
+            |span: Option<PageSpan>, page| {
+                Some(match span {
+                    None => PageSpan {
+                        start: page,
+                        end: page,
+                    },
+                    Some(s) => PageSpan {
+                        start: s.start.min(page),
+                        end: s.end.max(page),
+                    },
+                })
+            },
+        ),
         text: pieces
             .iter()
             .map(|p| p.0.text.as_str())
@@ -128,6 +146,7 @@ fn split_block(block: &Block, budget: usize, counter: &dyn TokenCounter) -> Vec<
                         text: std::mem::take(&mut text),
                         line_start: line_of(first),
                         line_end: line_of(i.max(1) - 1).max(line_of(first)),
+                        page: block.page,
                     },
                     used,
                 ));
@@ -140,6 +159,7 @@ fn split_block(block: &Block, budget: usize, counter: &dyn TokenCounter) -> Vec<
                         text: words,
                         line_start: line_of(i),
                         line_end: line_of(i),
+                        page: block.page,
                     },
                     m,
                 ));
@@ -153,6 +173,7 @@ fn split_block(block: &Block, budget: usize, counter: &dyn TokenCounter) -> Vec<
                     text: std::mem::take(&mut text),
                     line_start: line_of(first),
                     line_end: line_of(i - 1),
+                    page: block.page,
                 },
                 used,
             ));
@@ -172,6 +193,7 @@ fn split_block(block: &Block, budget: usize, counter: &dyn TokenCounter) -> Vec<
                 text,
                 line_start: line_of(first),
                 line_end: block.line_end,
+                page: block.page,
             },
             used,
         ));
@@ -203,6 +225,7 @@ mod tests {
                     text: t.into(),
                     line_start: (i * 2 + 3) as u32,
                     line_end: (i * 2 + 3) as u32,
+                    page: None,
                 })
                 .collect(),
         }
@@ -229,6 +252,29 @@ mod tests {
         // The short block closes one chunk and opens the next.
         let with_tail = c.iter().filter(|ch| ch.text.contains("short tail")).count();
         assert_eq!(with_tail, 2);
+    }
+
+    #[test]
+    fn a_chunk_spans_the_pages_of_its_blocks() {
+        let mut s = section(vec!["on page two", "still two", "now three"]);
+        for (b, page) in s.blocks.iter_mut().zip([2, 2, 3]) {
+            b.page = Some(page);
+        }
+        let c = chunk_section(&s, &["T".into()], 256, &EstimateCounter);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].page_span, Some(PageSpan { start: 2, end: 3 }));
+        // Pieces of a block split for size keep its page.
+        let mut s = section(vec![&"word ".repeat(400)]);
+        s.blocks[0].page = Some(7);
+        let c = chunk_section(&s, &["T".into()], 128, &EstimateCounter);
+        assert!(c.len() > 1);
+        assert!(c
+            .iter()
+            .all(|ch| ch.page_span == Some(PageSpan { start: 7, end: 7 })));
+        assert_eq!(
+            chunk_section(&section(vec!["x"]), &["T".into()], 256, &EstimateCounter)[0].page_span,
+            None
+        );
     }
 
     #[test]

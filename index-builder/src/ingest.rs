@@ -1,5 +1,6 @@
 //! Ingest: find the documents under a root and turn each markdown or plain-text file into front
 //! matter plus a list of sections (heading breadcrumb, anchor, text blocks with line ranges).
+//! The other formats are converted into the same shape by [`crate::convert`].
 //!
 //! Files that cannot be read or are not UTF-8 are skipped with a warning; the build goes on.
 
@@ -12,6 +13,8 @@ use yaml_rust2::{Yaml, YamlLoader};
 
 /// Markdown files larger than this are skipped: they are generated dumps, not documentation.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// The limit for PDF, DOCX and spreadsheets.
+pub const MAX_BINARY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// A document found under the root.
 #[derive(Debug, Clone)]
@@ -28,6 +31,14 @@ pub enum Format {
     Markdown,
     /// Plain text: paragraphs, no headings.
     Text,
+    /// Text per page; headings from the outline (bookmarks) where it has one.
+    Pdf,
+    /// Word: paragraphs, tables, headings from heading styles.
+    Docx,
+    /// Spreadsheets (`.xlsx`/`.xlsm`, `.xls`, `.ods`): a section per sheet, a block per row.
+    Xlsx,
+    Xls,
+    Ods,
 }
 
 impl Format {
@@ -36,6 +47,11 @@ impl Format {
         match ext.as_str() {
             "md" | "markdown" => Some(Format::Markdown),
             "txt" => Some(Format::Text),
+            "pdf" => Some(Format::Pdf),
+            "docx" => Some(Format::Docx),
+            "xlsx" | "xlsm" => Some(Format::Xlsx),
+            "xls" => Some(Format::Xls),
+            "ods" => Some(Format::Ods),
             _ => None,
         }
     }
@@ -45,11 +61,32 @@ impl Format {
         match self {
             Format::Markdown => "md",
             Format::Text => "txt",
+            Format::Pdf => "pdf",
+            Format::Docx => "docx",
+            Format::Xlsx => "xlsx",
+            Format::Xls => "xls",
+            Format::Ods => "ods",
+        }
+    }
+
+    /// Markdown and text are read as UTF-8; the others are converted from their container.
+    pub fn is_text(self) -> bool {
+        matches!(self, Format::Markdown | Format::Text)
+    }
+
+    /// Larger files are skipped: a text file that size is a generated dump, a PDF or workbook
+    /// that size is mostly images or data no one searches as prose.
+    pub fn max_bytes(self) -> u64 {
+        if self.is_text() {
+            MAX_FILE_BYTES
+        } else {
+            MAX_BINARY_BYTES
         }
     }
 }
 
-/// Parses one document's text by its format. `file_stem` is the title of last resort.
+/// Parses one text document (markdown or plain text) by its format. `file_stem` is the title
+/// of last resort.
 pub fn parse_document(
     format: Format,
     source: &str,
@@ -59,37 +96,14 @@ pub fn parse_document(
 ) -> ParsedDoc {
     match format {
         Format::Markdown => parse_markdown(source, file_stem, warnings, rel),
-        Format::Text => parse_text(source, file_stem),
+        _ => parse_text(source, file_stem),
     }
 }
 
 /// Plain text: one section of paragraphs (runs of non-blank lines). The title is the first
 /// line when it reads like one (short, not ending a sentence), else the file name.
 pub fn parse_text(source: &str, file_stem: &str) -> ParsedDoc {
-    let mut blocks = Vec::new();
-    let mut current: Option<Block> = None;
-    for (i, line) in source.lines().enumerate() {
-        let n = i as u32 + 1;
-        if line.trim().is_empty() {
-            blocks.extend(current.take());
-            continue;
-        }
-        match &mut current {
-            Some(b) => {
-                b.text.push(' ');
-                b.text.push_str(line.trim());
-                b.line_end = n;
-            }
-            None => {
-                current = Some(Block {
-                    text: line.trim().to_owned(),
-                    line_start: n,
-                    line_end: n,
-                })
-            }
-        }
-    }
-    blocks.extend(current);
+    let blocks = paragraphs(source, |_| None);
     let first_line = source.lines().map(str::trim).find(|l| !l.is_empty());
     let title = match first_line {
         Some(l) if l.chars().count() <= 100 && !l.ends_with('.') => collapse(l),
@@ -104,7 +118,43 @@ pub fn parse_text(source: &str, file_stem: &str) -> ParsedDoc {
             heading_line: None,
             blocks,
         }],
+        outline: Vec::new(),
     }
+}
+
+/// The paragraphs (runs of non-blank lines, joined with spaces) of `source` with their
+/// 1-based line ranges; `page_of` gives the page of a byte offset for paged formats.
+pub fn paragraphs(source: &str, page_of: impl Fn(usize) -> Option<u32>) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut current: Option<Block> = None;
+    let mut offset = 0;
+    for (i, raw) in source.split_inclusive('\n').enumerate() {
+        let at = offset;
+        offset += raw.len();
+        let line = raw.trim();
+        let n = i as u32 + 1;
+        if line.is_empty() {
+            blocks.extend(current.take());
+            continue;
+        }
+        match &mut current {
+            Some(b) => {
+                b.text.push(' ');
+                b.text.push_str(line);
+                b.line_end = n;
+            }
+            None => {
+                current = Some(Block {
+                    text: line.to_owned(),
+                    line_start: n,
+                    line_end: n,
+                    page: page_of(at),
+                })
+            }
+        }
+    }
+    blocks.extend(current);
+    blocks
 }
 
 /// Lists the documents (markdown and plain text) under `root`, skipping hidden and git-ignored paths, sorted by
@@ -163,6 +213,8 @@ pub struct FrontMatter {
     /// The page's kind ("tutorial", "reference", ...), from `type`.
     pub kind: Option<String>,
     pub lang: Option<Language>,
+    /// The document's entry in `--references` (`citekey`, `citation-key` or `citation_key`).
+    pub citekey: Option<String>,
 }
 
 /// A run of text from one top-level markdown block.
@@ -172,6 +224,8 @@ pub struct Block {
     /// 1-based, inclusive.
     pub line_start: u32,
     pub line_end: u32,
+    /// The page it is on (paged formats; a block never crosses a page).
+    pub page: Option<u32>,
 }
 
 /// The text under one heading (or before the first heading).
@@ -191,6 +245,20 @@ pub struct ParsedDoc {
     pub front: FrontMatter,
     pub title: String,
     pub sections: Vec<Section>,
+    /// Every heading in document order, sections with no text of their own included (the
+    /// level gives the tree).
+    pub outline: Vec<Heading>,
+}
+
+/// One entry of a document's heading tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heading {
+    /// 1 = top.
+    pub level: u8,
+    pub title: String,
+    pub anchor: String,
+    /// Where the heading is, for paged formats.
+    pub page: Option<u32>,
 }
 
 /// The markdown dialect: CommonMark with tables, `{#id}` heading attributes, strikethrough,
@@ -297,6 +365,7 @@ pub fn parse_markdown(
                             line_start: lines.line_of(block_range.start),
                             line_end: lines
                                 .line_of(block_range.end.saturating_sub(1).max(block_range.start)),
+                            page: None,
                         };
                         raw.last_mut().expect("never empty").blocks.push(block);
                     }
@@ -329,6 +398,7 @@ pub fn parse_markdown(
     let mut slugs = Slugger::default();
     let mut stack: Vec<(u8, String)> = Vec::new();
     let mut sections = Vec::new();
+    let mut outline = Vec::new();
     let mut title_seen = false;
     for s in raw {
         let anchor = match (&s.explicit_id, &s.heading) {
@@ -337,6 +407,12 @@ pub fn parse_markdown(
             (None, None) => String::new(),
         };
         if let Some(h) = &s.heading {
+            outline.push(Heading {
+                level: s.level,
+                title: h.clone(),
+                anchor: anchor.clone(),
+                page: None,
+            });
             while stack.last().is_some_and(|(l, _)| *l >= s.level) {
                 stack.pop();
             }
@@ -361,6 +437,7 @@ pub fn parse_markdown(
         front,
         title,
         sections,
+        outline,
     }
 }
 
@@ -515,6 +592,9 @@ fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> Fron
         lang: text("lang")
             .or_else(|| text("language"))
             .and_then(|l| Language::from_code(&l)),
+        citekey: ["citekey", "citation-key", "citation_key"]
+            .iter()
+            .find_map(|k| text(k)),
     }
 }
 

@@ -1,7 +1,10 @@
-//! `index-builder`: turns a folder of markdown into a docloupe bundle.
+//! `index-builder`: turns a folder of documents (markdown, text, PDF, DOCX, spreadsheets)
+//! into a docloupe bundle.
 
 mod build;
 mod chunk;
+mod cite;
+mod convert;
 mod ingest;
 mod site;
 
@@ -28,8 +31,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Build a bundle from every markdown file under DIR.
+    /// Build a bundle from every document under DIR (markdown, text, PDF, DOCX, XLSX/XLS/ODS).
     Build(BuildArgs),
+    /// Print what the builder reads from one document as JSON: its docId, title, heading
+    /// tree, page map (PDF) and sections with their text blocks, lines and pages.
+    Convert {
+        /// A markdown, text, PDF, DOCX or spreadsheet file.
+        file: PathBuf,
+    },
     /// Print a bundle's header and section sizes as JSON (verifies checksums).
     Inspect {
         /// The bundle file.
@@ -106,6 +115,18 @@ struct BuildArgs {
     /// Show no progress bar even on a terminal.
     #[arg(long)]
     quiet: bool,
+    /// A CSL-JSON bibliography (Zotero / Better BibTeX export): documents matched to an entry
+    /// (by `citekey` in front matter, file name = citation key, or attached file) carry its
+    /// citation in results.
+    #[arg(long, value_name = "REFS.json")]
+    references: Option<PathBuf>,
+    /// Reuse the vectors of unchanged chunks from the bundle already at --out: only new or
+    /// changed documents are embedded. The result is byte-identical to a clean build.
+    #[arg(long)]
+    incremental: bool,
+    /// Replace --out even if it was built with another embedding model (or is not a bundle).
+    #[arg(long)]
+    force_rebuild: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -127,6 +148,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build(args),
         Command::Inspect { bundle } => inspect(&bundle),
+        Command::Convert { file } => convert_one(&file),
         Command::Site {
             dir,
             out,
@@ -169,6 +191,12 @@ fn build(args: BuildArgs) -> Result<()> {
         let files = ModelFiles::from_dir(&dir).context("the embedding model is missing (run `make models`, pass --model DIR, or build with --no-embeddings)")?;
         Some(Embedder::new(&files)?)
     };
+    let mut warnings = Vec::new();
+    let references = args
+        .references
+        .as_deref()
+        .map(|p| cite::References::load(p, &mut warnings))
+        .transpose()?;
     let lang = match args.lang {
         LangArg::Auto => None,
         LangArg::En => Some(Language::En),
@@ -182,10 +210,55 @@ fn build(args: BuildArgs) -> Result<()> {
         lang,
         hnsw_threshold: args.hnsw_threshold,
         progress: !args.quiet && std::io::stderr().is_terminal(),
+        references,
+        incremental: args.incremental,
+        force_rebuild: args.force_rebuild,
     })?;
+    let mut report = report;
+    warnings.append(&mut report.warnings);
+    report.warnings = warnings;
     for w in &report.warnings {
         tracing::warn!("{w}");
     }
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+fn convert_one(path: &std::path::Path) -> Result<()> {
+    let format = ingest::Format::of(path).with_context(|| {
+        format!(
+            "{}: not a format index-builder reads (md, markdown, txt, pdf, docx, xlsx, xlsm, xls, ods)",
+            path.display()
+        )
+    })?;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rel = path.display().to_string();
+    let mut warnings = Vec::new();
+    let c = convert::convert(format, &bytes, &stem, &rel, &mut warnings)
+        .map_err(|why| anyhow::anyhow!("{rel}: cannot be indexed: {why}"))?;
+    let report = serde_json::json!({
+        "docId": c.doc_id,
+        "documentType": format.doc_type(),
+        "title": c.doc.title,
+        "headingTree": c.doc.outline.iter().map(|h| serde_json::json!({
+            "level": h.level, "title": h.title, "anchor": h.anchor, "page": h.page,
+        })).collect::<Vec<_>>(),
+        "pageMap": c.page_map.pages.iter().map(|p| serde_json::json!({
+            "page": p.page, "start": p.start, "end": p.end,
+        })).collect::<Vec<_>>(),
+        "sections": c.doc.sections.iter().map(|s| serde_json::json!({
+            "headings": s.headings,
+            "anchor": s.anchor,
+            "blocks": s.blocks.iter().map(|b| serde_json::json!({
+                "lineStart": b.line_start, "lineEnd": b.line_end, "page": b.page, "text": b.text,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "warnings": warnings,
+    });
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
 }
@@ -298,6 +371,14 @@ fn dump(path: &std::path::Path) -> Result<()> {
             "lineEnd": c.line_end,
             "text": bundle.text.texts[i],
         });
+        let mut line = line;
+        if let Some(p) = c.page_span {
+            line["pageStart"] = p.start.into();
+            line["pageEnd"] = p.end.into();
+        }
+        if let Some(cite) = &d.citation {
+            line["citation"] = serde_json::to_value(cite)?;
+        }
         serde_json::to_writer(&mut out, &line)?;
         out.write_all(b"\n")?;
     }

@@ -151,7 +151,8 @@ pub fn escape(s: &str) -> String {
 pub fn render_site(root: &Path, warnings: &mut Vec<String>) -> Result<Vec<Page>> {
     let files = ingest::discover(root, warnings);
     let mut pages = Vec::with_capacity(files.len());
-    for file in files {
+    // PDFs, Word files and workbooks are served as they are; the site renders the text formats.
+    for file in files.into_iter().filter(|f| f.format.is_text()) {
         let source = match std::fs::read(&file.abs)
             .map_err(|e| e.to_string())
             .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".to_owned()))
@@ -170,7 +171,7 @@ pub fn render_site(root: &Path, warnings: &mut Vec<String>) -> Result<Vec<Page>>
         let parsed = ingest::parse_document(file.format, &source, &stem, &mut ignored, &file.rel);
         let html = match file.format {
             Format::Markdown => render_body(&source[ingest::body_offset(&source)..]),
-            Format::Text => render_text(&parsed.title, &source),
+            _ => render_text(&parsed.title, &source),
         };
         pages.push(Page {
             path: page_path(&file.rel),

@@ -155,6 +155,11 @@ pub(super) fn check_prefix(bytes: &[u8], magic: &[u8; 8], prefix: usize) -> Resu
     Ok(())
 }
 
+/// The format version of a file whose prefix [`check_prefix`] accepted.
+pub(super) fn version_of(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes(bytes[8..12].try_into().expect("checked prefix"))
+}
+
 /// Postcard-decodes all of `bytes` (trailing bytes are corruption too).
 pub(super) fn decode_exact<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
     let (value, rest) =
@@ -205,7 +210,15 @@ fn decode_with(bytes: &[u8], with_vectors: bool) -> Result<Bundle> {
         }
     }
 
-    let docs: DocsSection = decode_section(bytes, body_start, required(SectionKind::Docs)?)?;
+    let docs: DocsSection = match version_of(bytes) {
+        1 => decode_section::<super::legacy::DocsSectionV1>(
+            bytes,
+            body_start,
+            required(SectionKind::Docs)?,
+        )?
+        .into(),
+        _ => decode_section(bytes, body_start, required(SectionKind::Docs)?)?,
+    };
     let lexical: LexicalIndex = decode_section(bytes, body_start, required(SectionKind::Lexical)?)?;
     let text: TextSection = decode_section(bytes, body_start, required(SectionKind::Text)?)?;
     let vectors: Option<VectorIndex> = match find(SectionKind::Vectors) {
@@ -276,6 +289,12 @@ fn validate(b: &Bundle, with_vectors: bool) -> Result<()> {
     }
     if b.docs.chunks.iter().any(|ch| ch.doc as usize >= n_docs) {
         return corrupt("a chunk points past the document table".into());
+    }
+    if let Some(i) = b.docs.chunks.iter().position(|ch| {
+        ch.page_span
+            .is_some_and(|p| p.start == 0 || p.start > p.end)
+    }) {
+        return corrupt(format!("chunk {i} has an invalid page span"));
     }
     b.lexical.validate(n_chunks)?;
     if b.lexical.terms.len() != c.terms as usize {

@@ -18,6 +18,7 @@
 //! input gives the same bytes.
 
 mod format;
+mod legacy;
 mod model;
 pub mod split;
 
@@ -27,7 +28,8 @@ pub use format::{
 };
 pub use model::*;
 
-/// The format version this engine writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this engine writes. 2: documents record their citation, chunks
+/// their page span (PDF).
+pub const FORMAT_VERSION: u32 = 2;
 /// The oldest format version this engine still reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;

@@ -104,7 +104,7 @@ pub struct Document {
     pub doc_id: String,
     pub title: String,
     pub description: Option<String>,
-    /// Format: "md", later "pdf", "docx", ...
+    /// Format: "md", "txt", "pdf", "docx", "xlsx".
     pub doc_type: String,
     /// ISO date `YYYY-MM-DD` from front matter.
     pub date: Option<String>,
@@ -113,6 +113,33 @@ pub struct Document {
     /// Index of the document's first chunk; its chunks are contiguous.
     pub first_chunk: u32,
     pub chunk_count: u32,
+    /// The bibliography entry the document was matched to (`--references`).
+    pub citation: Option<Citation>,
+}
+
+/// A document's bibliography entry, from CSL-JSON (as Zotero / Better BibTeX export it).
+/// Serialized into results as the contract's `citation` object, every field present (null or
+/// empty when the entry lacks it). No `skip_serializing_if` here: postcard is positional.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Citation {
+    /// The citation key (`[@citekey]`): CSL `citation-key`, else the entry's `id`.
+    pub citekey: String,
+    pub title: Option<String>,
+    /// "Family, Given" (or a literal name), in the entry's order.
+    pub authors: Vec<String>,
+    pub year: Option<i32>,
+    pub doi: Option<String>,
+    pub url: Option<String>,
+    pub tags: Vec<String>,
+    pub collections: Vec<String>,
+}
+
+/// Pages a chunk's text comes from, 1-based and inclusive (`start <= end`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageSpan {
+    pub start: u32,
+    pub end: u32,
 }
 
 /// One chunk's metadata; its text lives in the `text` section at the same index.
@@ -127,9 +154,12 @@ pub struct ChunkMeta {
     pub section_path: Vec<String>,
     /// GitHub-style slug of the chunk's heading ("" before the first heading).
     pub anchor: String,
-    /// 1-based, inclusive, in the source file.
+    /// 1-based, inclusive, in the source file. For converted formats, in the format's own
+    /// unit: lines of the extracted text (PDF), paragraphs (DOCX), rows (XLSX).
     pub line_start: u32,
     pub line_end: u32,
+    /// Pages, for paged formats (PDF); `None` for the others.
+    pub page_span: Option<PageSpan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -337,6 +337,15 @@ impl SplitBundle {
     pub fn open(bytes: &[u8]) -> Result<SplitBundle> {
         const PREFIX: usize = 8 + 4 + 32;
         check_prefix(bytes, SPLIT_MAGIC, PREFIX)?;
+        // Split files are cut from a bundle and cut again with it; only the current layout
+        // of their shards is read.
+        let version = super::format::version_of(bytes);
+        if version != FORMAT_VERSION {
+            return Err(Error::OlderFormat {
+                found: version,
+                oldest: FORMAT_VERSION,
+            });
+        }
         let payload = &bytes[PREFIX..];
         if Sha256::digest(payload).as_slice() != &bytes[12..44] {
             return Err(Error::ChecksumMismatch {

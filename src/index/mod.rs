@@ -10,7 +10,8 @@ use sha2::{Digest, Sha256};
 
 use crate::analyze::{Analyzer, Language};
 use crate::bundle::{
-    AnalyzerConfig, Bundle, ChunkMeta, Counts, DocsSection, Document, Flags, Header, TextSection,
+    AnalyzerConfig, Bundle, ChunkMeta, Citation, Counts, DocsSection, Document, Flags, Header,
+    PageSpan, TextSection,
 };
 use crate::embed::ModelInfo;
 use crate::error::{Error, Result};
@@ -28,6 +29,7 @@ pub struct SourceDocument {
     pub date: Option<String>,
     pub tags: Vec<String>,
     pub lang: Language,
+    pub citation: Option<Citation>,
     pub chunks: Vec<SourceChunk>,
 }
 
@@ -37,9 +39,36 @@ pub struct SourceChunk {
     pub anchor: String,
     pub line_start: u32,
     pub line_end: u32,
+    pub page_span: Option<PageSpan>,
     pub text: String,
-    /// Unit vector from the embedding model (absent for `--no-embeddings` builds).
-    pub embedding: Option<Vec<f32>>,
+    /// From the embedding model (absent for `--no-embeddings` builds).
+    pub embedding: Option<Embedding>,
+}
+
+/// A chunk's vector as the builder has it.
+#[derive(Debug, Clone)]
+pub enum Embedding {
+    /// A unit vector fresh from the model; quantized here.
+    Fresh(Vec<f32>),
+    /// Already quantized: taken over from an earlier bundle (incremental builds). Quantizing
+    /// is a function of the vector alone, so this is the same as the vector it came from.
+    Quantized { scale: f32, data: Vec<i8> },
+}
+
+impl Embedding {
+    fn dims(&self) -> usize {
+        match self {
+            Embedding::Fresh(v) => v.len(),
+            Embedding::Quantized { data, .. } => data.len(),
+        }
+    }
+
+    fn into_qvec(self, chunk: u32) -> vector::QVec {
+        match self {
+            Embedding::Fresh(v) => vector::QVec::quantize(chunk, &v),
+            Embedding::Quantized { scale, data } => vector::QVec { chunk, scale, data },
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -130,13 +159,11 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
                 (body_terms.as_slice(), cfg.body_weight),
             ]);
             match (&opts.model, chunk.embedding) {
-                (Some(m), Some(v)) if v.len() == m.dims as usize => {
-                    vectors.push(vector::QVec::quantize(id, &v))
-                }
+                (Some(m), Some(v)) if v.dims() == m.dims as usize => vectors.push(v.into_qvec(id)),
                 (Some(m), Some(v)) => {
                     return Err(Error::Encode(format!(
                         "chunk {id} has {} dims, model {} has {}",
-                        v.len(),
+                        v.dims(),
                         m.id,
                         m.dims
                     )))
@@ -157,6 +184,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
                 anchor: chunk.anchor,
                 line_start: chunk.line_start,
                 line_end: chunk.line_end,
+                page_span: chunk.page_span,
             });
             texts.push(chunk.text);
         }
@@ -171,6 +199,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
             lang: doc.lang,
             first_chunk,
             chunk_count,
+            citation: doc.citation,
         });
     }
     let lexical = lexical.finish();

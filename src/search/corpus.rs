@@ -32,6 +32,7 @@ static NO_DOCUMENT: Document = Document {
     lang: Language::En,
     first_chunk: 0,
     chunk_count: 0,
+    citation: None,
 };
 
 static NO_CHUNK: ChunkMeta = ChunkMeta {
@@ -42,6 +43,7 @@ static NO_CHUNK: ChunkMeta = ChunkMeta {
     anchor: String::new(),
     line_start: 0,
     line_end: 0,
+    page_span: None,
 };
 
 impl Data {

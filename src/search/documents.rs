@@ -6,7 +6,8 @@
 //! Request: `query` (1..500 characters, required), `limit` (documents, 1..50, default 10),
 //! `document_types` (`["pdf", "md"]`), `date_range` (`{from, to}`, ISO dates), `source_filter`
 //! (path prefix), `include_context` (default true), `max_chunks` (fragments per document,
-//! 1..10, default 3), `search_mode` (`semantic` | `fulltext` | `hybrid`, default hybrid).
+//! 1..10, default 3), `search_mode` (`semantic` | `fulltext` | `hybrid`, default hybrid),
+//! `max_chars_per_chunk` (fragments carry their text trimmed to this, for quoting).
 //! Response: `{success: true, query, total_results, search_time: "0.245s", results: [...],
 //! facets: {document_types, date_distribution}, suggestions}` or `{success: false, error:
 //! {code, message, details}}` with codes `INVALID_QUERY`, `RATE_LIMIT`, `INDEX_UNAVAILABLE`,
@@ -17,8 +18,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::request::{Filters, Mode, SearchRequest};
+use super::request::{Filters, Mode, SearchRequest, MAX_CHARS_PER_CHUNK};
 use super::response::{ErrorResponse, SearchResponse, SearchResult};
+use crate::bundle::Citation;
 use crate::error::ErrorCode;
 
 pub const DEFAULT_LIMIT: u32 = 10;
@@ -48,6 +50,9 @@ pub struct DocumentsRequest {
     pub max_chunks: u32,
     #[serde(default = "default_mode")]
     pub search_mode: Mode,
+    /// Trims each context chunk's text to this many characters (for quoting and citing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars_per_chunk: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -83,6 +88,7 @@ impl DocumentsRequest {
             include_context: true,
             max_chunks: DEFAULT_MAX_CHUNKS,
             search_mode: Mode::Hybrid,
+            max_chars_per_chunk: None,
         }
     }
 
@@ -139,6 +145,7 @@ impl DocumentsRequest {
             filters: (filters != Filters::default()).then_some(filters),
             max_chunks_per_document: Some(self.max_chunks as usize),
             include_context: Some(self.include_context),
+            max_chars_per_chunk: self.max_chars_per_chunk.map(|n| n as usize),
             ..Default::default()
         }
     }
@@ -176,6 +183,9 @@ pub struct DocumentResult {
     pub highlights: Vec<String>,
     /// The fragments, and with `include_context` their neighbours in full, by position.
     pub context_chunks: Vec<ContextChunk>,
+    /// The document's bibliography entry (collections built with `--references`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citation: Option<Citation>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -284,6 +294,7 @@ fn tool_field(contract: &str) -> &str {
         "filters.dateTo" => "date_range.to",
         "filters.sourcePrefix" => "source_filter",
         "maxChunksPerDocument" => "max_chunks",
+        "maxCharsPerChunk" => "max_chars_per_chunk",
         "includeContext" => "include_context",
         "mode" => "search_mode",
         other => other,
@@ -318,7 +329,7 @@ pub fn shape(req: &DocumentsRequest, r: &SearchResponse) -> DocumentsResponse {
                         .or_insert_with(|| ContextChunk {
                             chunk_index: ctx.chunk_index,
                             text: ctx.text.clone(),
-                            page_number: None,
+                            page_number: ctx.page_start,
                             relevance_score: None,
                         });
                 }
@@ -329,8 +340,8 @@ pub fn shape(req: &DocumentsRequest, r: &SearchResponse) -> DocumentsResponse {
                     h.chunk_index,
                     ContextChunk {
                         chunk_index: h.chunk_index,
-                        text: h.snippet.clone(),
-                        page_number: None,
+                        text: h.text.clone().unwrap_or_else(|| h.snippet.clone()),
+                        page_number: h.page_start,
                         relevance_score: Some(score(h.score)),
                     },
                 );
@@ -346,6 +357,7 @@ pub fn shape(req: &DocumentsRequest, r: &SearchResponse) -> DocumentsResponse {
                 relevance_score: score(first.score),
                 highlights: hits.iter().map(|h| marked(h, "**", "**")).collect(),
                 context_chunks: chunks.into_values().collect(),
+                citation: first.citation.clone(),
             }
         })
         .collect();
@@ -440,6 +452,10 @@ pub fn input_schema() -> Value {
             "search_mode": {
                 "type": "string", "enum": ["semantic", "fulltext", "hybrid"], "default": "hybrid",
                 "description": "semantic (meaning), fulltext (words) or hybrid (both, reranked)"
+            },
+            "max_chars_per_chunk": {
+                "type": "integer", "minimum": 1, "maximum": MAX_CHARS_PER_CHUNK,
+                "description": "Give each fragment's text (not only its snippet), trimmed to this many characters, for quoting and citing"
             }
         },
         "required": ["query"],

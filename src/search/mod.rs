@@ -442,7 +442,7 @@ impl Engine {
                     &capped[i],
                     score,
                     rerank,
-                    plan.include_context,
+                    &plan,
                 )
             })
             .collect();

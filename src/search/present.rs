@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::corpus::Corpus;
 use super::fuse::Hit;
+use super::request::Plan;
 use super::response::{ContextChunk, Facets, Highlight, RankingSignals, SearchResult, SOURCE_TYPE};
 use crate::analyze::Analyzer;
 
@@ -15,7 +16,8 @@ pub const SNIPPET_CHARS: usize = 240;
 const LEAD_CHARS: usize = 40;
 
 /// A ranked hit as the contract's result. `rerank` is the rerank stage's probability when it
-/// scored this hit; `score` is the final ordering score.
+/// scored this hit; `score` is the final ordering score; `plan` says whether to add context
+/// and the chunk's (trimmed) text.
 pub fn result(
     corpus: &Corpus,
     analyzer: &Analyzer,
@@ -23,11 +25,13 @@ pub fn result(
     hit: &Hit,
     score: f32,
     rerank: Option<f32>,
-    include_context: bool,
+    plan: &Plan,
 ) -> SearchResult {
+    let max_chars = plan.max_chars_per_chunk;
     let meta = corpus.chunk(hit.chunk);
     let doc = corpus.document(corpus.doc_of(hit.chunk));
     let (snippet, highlights) = snippet(analyzer, corpus.text(hit.chunk), terms);
+    let pages = meta.page_span;
     SearchResult {
         document_path: doc.path.clone(),
         chunk_index: meta.chunk_index,
@@ -37,6 +41,8 @@ pub fn result(
         anchor: meta.anchor.clone(),
         line_start: meta.line_start,
         line_end: meta.line_end,
+        page_start: pages.map(|p| p.start),
+        page_end: pages.map(|p| p.end),
         snippet,
         highlights,
         score,
@@ -48,12 +54,37 @@ pub fn result(
             semantic: hit.semantic,
             rerank,
         },
-        context: include_context.then(|| context(corpus, hit.chunk)),
+        citation: doc.citation.clone(),
+        text: max_chars.map(|n| trim_chars(corpus.text(hit.chunk), n)),
+        context: plan
+            .include_context
+            .then(|| context(corpus, hit.chunk, max_chars)),
     }
 }
 
+/// `text` with whitespace collapsed, cut to at most `max` characters at a word boundary
+/// (within the last fifth; else mid-word) with `…` appended where it was cut.
+pub fn trim_chars(text: &str, max: usize) -> String {
+    let flat = collapse_whitespace(text);
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let keep = max.saturating_sub(1); // room for the ellipsis
+    let chars: Vec<char> = flat.chars().collect();
+    let mut end = keep;
+    if let Some(p) = chars[..keep].iter().rposition(|c| *c == ' ') {
+        if p >= keep - keep / 5 && p > 0 {
+            end = p;
+        }
+    }
+    let mut out: String = chars[..end].iter().collect();
+    out.truncate(out.trim_end().len());
+    out.push('…');
+    out
+}
+
 /// The chunks just before and after `chunk` in its document.
-fn context(corpus: &Corpus, chunk: u32) -> Vec<ContextChunk> {
+fn context(corpus: &Corpus, chunk: u32, max_chars: Option<usize>) -> Vec<ContextChunk> {
     let (first, count) = corpus.doc_span(corpus.doc_of(chunk));
     let last = first + count; // exclusive
     let mut out = Vec::new();
@@ -67,7 +98,12 @@ fn context(corpus: &Corpus, chunk: u32) -> Vec<ContextChunk> {
             anchor: m.anchor.clone(),
             line_start: m.line_start,
             line_end: m.line_end,
-            text: corpus.text(c).to_owned(),
+            page_start: m.page_span.map(|p| p.start),
+            page_end: m.page_span.map(|p| p.end),
+            text: match max_chars {
+                Some(n) => trim_chars(corpus.text(c), n),
+                None => corpus.text(c).to_owned(),
+            },
         });
     };
     if chunk > first {
@@ -181,6 +217,22 @@ mod tests {
         assert_eq!(words, vec!["cache", "configuration"]);
         assert!(snip.starts_with('…') && snip.ends_with('…'));
         assert!(chars.len() <= SNIPPET_CHARS + 2);
+    }
+
+    #[test]
+    fn trimmed_text_ends_at_a_word_with_an_ellipsis_and_never_exceeds_the_limit() {
+        let text = "The  quick brown\nfox jumps over the lazy dog.";
+        assert_eq!(
+            trim_chars(text, 100),
+            "The quick brown fox jumps over the lazy dog."
+        );
+        assert_eq!(trim_chars(text, 20), "The quick brown fox…");
+        for n in 1..50 {
+            assert!(trim_chars(text, n).chars().count() <= n, "{n}");
+        }
+        // No space near the end: cut mid-word rather than lose most of the budget.
+        assert_eq!(trim_chars("a bcdefghijklmnopqrstuvwxyz", 10), "a bcdefgh…");
+        assert_eq!(trim_chars("Привет мир и всем", 11), "Привет мир…");
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub const DEFAULT_CANDIDATE_LIMIT: usize = 30;
 pub const MAX_CANDIDATE_LIMIT: usize = 100;
 pub const DEFAULT_MAX_CHUNKS_PER_DOCUMENT: usize = 3;
 pub const MAX_CHUNKS_PER_DOCUMENT: usize = 10;
+/// Ceiling on `maxCharsPerChunk`: longer than any chunk the builder writes.
+pub const MAX_CHARS_PER_CHUNK: usize = 20_000;
 /// Bounds on filter lists and strings: generous for people, small enough that a hostile
 /// request cannot make filtering expensive.
 const MAX_FILTER_VALUES: usize = 100;
@@ -71,6 +73,11 @@ pub struct SearchRequest {
     pub max_chunks_per_document: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_context: Option<bool>,
+    /// Asks for each result's chunk text (`text`), for quoting and citing, trimmed to this
+    /// many characters at a word boundary (`…` marks a cut); context chunks are trimmed the
+    /// same way. Absent: results carry the snippet only and context chunks in full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars_per_chunk: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -203,6 +210,8 @@ pub struct Plan {
     pub candidate_limit: usize,
     pub max_chunks_per_document: usize,
     pub include_context: bool,
+    /// Results carry their text trimmed to this many characters.
+    pub max_chars_per_chunk: Option<usize>,
     pub project_id: Option<String>,
     pub scope: Scope,
 }
@@ -270,6 +279,10 @@ pub fn validate(req: &SearchRequest, max_limit: usize) -> Result<Plan> {
         DEFAULT_MAX_CHUNKS_PER_DOCUMENT,
         MAX_CHUNKS_PER_DOCUMENT,
     )?;
+    let max_chars_per_chunk = match req.max_chars_per_chunk {
+        None => None,
+        v => Some(in_range("maxCharsPerChunk", v, 0, MAX_CHARS_PER_CHUNK)?),
+    };
     let mode = req.mode.unwrap_or_default();
     let mut scope = match &req.filters {
         Some(f) => scope(f)?,
@@ -292,6 +305,7 @@ pub fn validate(req: &SearchRequest, max_limit: usize) -> Result<Plan> {
         candidate_limit,
         max_chunks_per_document,
         include_context: req.include_context.unwrap_or(true),
+        max_chars_per_chunk,
         project_id,
         scope,
     })

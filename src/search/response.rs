@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bundle::Citation;
 use crate::error::{Error, ErrorCode};
 
 /// `appliedStrategy` values.
@@ -48,6 +49,11 @@ pub struct SearchResult {
     pub anchor: String,
     pub line_start: u32,
     pub line_end: u32,
+    /// Pages the chunk comes from (1-based, inclusive), for paged formats (PDF) only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_start: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_end: Option<u32>,
     /// A window of the chunk around its best match (at most ~240 characters plus ellipses).
     pub snippet: String,
     /// Character (Unicode scalar) offsets into `snippet` of the words that matched.
@@ -58,9 +64,36 @@ pub struct SearchResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date: Option<String>,
     pub ranking_signals: RankingSignals,
+    /// The document's bibliography entry, when the collection was built with references.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citation: Option<Citation>,
+    /// The chunk's text trimmed to the request's `maxCharsPerChunk` (only when it asks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// Neighbouring chunks of the same document (when `includeContext`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Vec<ContextChunk>>,
+}
+
+impl SearchResult {
+    /// "p. 12" or "pp. 12–14" for a paged result.
+    pub fn pages(&self) -> Option<String> {
+        match (self.page_start, self.page_end) {
+            (Some(a), Some(b)) if b > a => Some(format!("pp. {a}–{b}")),
+            (Some(a), _) => Some(format!("p. {a}")),
+            _ => None,
+        }
+    }
+
+    /// The result as a pandoc citation, `[@citekey, p. 12]` (`[@citekey]` without pages), when
+    /// its document has a bibliography entry.
+    pub fn cite(&self) -> Option<String> {
+        let c = self.citation.as_ref()?;
+        Some(match self.pages() {
+            Some(p) => format!("[@{}, {p}]", c.citekey),
+            None => format!("[@{}]", c.citekey),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +128,10 @@ pub struct ContextChunk {
     pub anchor: String,
     pub line_start: u32,
     pub line_end: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_start: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_end: Option<u32>,
     pub text: String,
 }
 

@@ -68,7 +68,7 @@ struct SearchArgs {
     /// Number of documents (1..50).
     #[arg(long, short = 'l', default_value_t = documents::DEFAULT_LIMIT)]
     limit: u32,
-    /// Only these document types, comma-separated (md, txt, pdf, docx, xlsx).
+    /// Only these document types, comma-separated (md, txt, pdf, docx, xlsx, xls, ods).
     #[arg(long, short = 't', value_delimiter = ',')]
     types: Vec<String>,
     /// Only documents dated on or after this day (YYYY-MM-DD).
@@ -86,6 +86,10 @@ struct SearchArgs {
     /// Fragments per document (1..10).
     #[arg(long, short = 'k', default_value_t = documents::DEFAULT_MAX_CHUNKS)]
     chunks: u32,
+    /// Give each fragment's text trimmed to N characters (for quoting and citing) instead
+    /// of its snippet; with --format json, in `context_chunks[].text`.
+    #[arg(long, value_name = "N")]
+    max_chars_per_chunk: Option<u32>,
     /// hybrid (BM25 + vectors, reranked), fulltext (BM25) or semantic (vectors). Default:
     /// hybrid when the bundle has vectors, else fulltext.
     #[arg(long, value_enum)]
@@ -270,6 +274,7 @@ fn search(args: SearchArgs) -> Result<()> {
     request.source_filter = args.source.clone();
     request.include_context = args.context;
     request.max_chunks = args.chunks;
+    request.max_chars_per_chunk = args.max_chars_per_chunk;
     request.search_mode = mode;
     let answer = DocumentsRequest::from_value(&serde_json::to_value(&request)?).and_then(|req| {
         engine

@@ -45,12 +45,24 @@ fn strategy(r: &SearchResponse) -> String {
     }
 }
 
+/// Where to find a result: `path:line#anchor`, or `path p. 12#page=12` for paged formats,
+/// followed by its citation (`[@key, p. 12]`) when the document has one.
 fn location(res: &SearchResult) -> String {
+    match res.cite() {
+        Some(cite) => format!("{}  {cite}", place(res)),
+        None => place(res),
+    }
+}
+
+fn place(res: &SearchResult) -> String {
     let anchor = if res.anchor.is_empty() {
         String::new()
     } else {
         format!("#{}", res.anchor)
     };
+    if let Some(pages) = res.pages() {
+        return format!("{} {pages}{anchor}", res.document_path);
+    }
     if res.line_start == res.line_end {
         format!("{}:{}{anchor}", res.document_path, res.line_start)
     } else {
@@ -128,7 +140,11 @@ pub fn text(
         for res in hits {
             writeln!(out, "   {bold}{}{reset}", res.section_path.join(" › "))?;
             writeln!(out, "   {dim}{}  {}{reset}", location(res), scores(r, res))?;
-            writeln!(out, "   {}", marked(res, hl, reset))?;
+            match &res.text {
+                // Asked for with --max-chars-per-chunk: the text to quote, as it is.
+                Some(text) => writeln!(out, "   {text}")?,
+                None => writeln!(out, "   {}", marked(res, hl, reset))?,
+            }
         }
     }
     Ok(())
@@ -164,12 +180,18 @@ pub fn markdown(r: &SearchResponse, max_docs: usize) -> String {
             first.document_type
         ));
         for res in hits {
+            // The citation stays outside the code span, as pandoc reads `[@key, p. 12]`.
             md.push_str(&format!(
-                "   - *{}* — `{}` · {}\n     > {}\n",
+                "   - *{}* — `{}`{} · {}\n     > {}\n",
                 escape(&res.section_path.join(" › ")),
-                location(res),
+                place(res),
+                res.cite().map(|c| format!(" {c}")).unwrap_or_default(),
                 scores(r, res),
-                marked_with(res, "**", "**", escape).replace('\n', " ")
+                match &res.text {
+                    Some(text) => escape(text),
+                    None => marked_with(res, "**", "**", escape),
+                }
+                .replace('\n', " ")
             ));
         }
     }

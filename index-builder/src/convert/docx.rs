@@ -1,0 +1,334 @@
+//! DOCX: the body of `word/document.xml` in order. A paragraph is a block unless its style
+//! is a heading (`Heading 1`…`Heading 9` by style name or id, or an outline level), which
+//! opens a section; a table row is a block of its cells joined with ` | `. The title is the
+//! document property `dc:title`, else the `Title`-styled paragraph, else the first heading.
+//! A line is a paragraph (or table row) of the body, 1-based. Word files have no fixed pages:
+//! results from them carry no page numbers.
+
+use std::collections::HashMap;
+use std::io::{Cursor, Read};
+
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+
+use super::{assemble, title_from_text, Item};
+use crate::ingest::{collapse, Block, FrontMatter, ParsedDoc};
+
+/// `word/document.xml` of a DOCX bigger than this is refused (a zip bomb, not a document).
+const MAX_XML_BYTES: u64 = 256 * 1024 * 1024;
+
+pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| {
+        // Encrypted Office files are OLE compound files, not zips.
+        if bytes.starts_with(&[0xd0, 0xcf, 0x11, 0xe0]) {
+            "encrypted or legacy Word file (not a DOCX zip)".to_owned()
+        } else {
+            format!("broken DOCX: {e}")
+        }
+    })?;
+    let document = read_entry(&mut zip, "word/document.xml")?
+        .ok_or_else(|| "broken DOCX: word/document.xml is missing".to_owned())?;
+    let styles = match read_entry(&mut zip, "word/styles.xml")? {
+        Some(xml) => heading_styles(&xml)?,
+        None => HashMap::new(),
+    };
+    let core_title = read_entry(&mut zip, "docProps/core.xml")?
+        .and_then(|xml| element_text(&xml, b"dc:title"))
+        .map(|t| collapse(&t))
+        .filter(|t| !t.is_empty());
+
+    let paras = body(&document, &styles)?;
+    let style_title = paras
+        .iter()
+        .find(|p| p.kind == Kind::Title)
+        .map(|p| p.text.clone());
+    let first_heading = paras.iter().find_map(|p| match p.kind {
+        Kind::Heading(_) => Some(p.text.clone()),
+        _ => None,
+    });
+    let first_line = paras.first().map(|p| p.text.clone());
+    let title = core_title
+        .or(style_title)
+        .or(first_heading)
+        .unwrap_or_else(|| title_from_text(first_line.as_deref(), file_stem));
+
+    let items = paras
+        .into_iter()
+        .filter(|p| p.kind != Kind::Title)
+        .map(|p| match p.kind {
+            Kind::Heading(level) => Item::Heading {
+                level,
+                title: p.text,
+                page: None,
+            },
+            _ => Item::Block(Block {
+                text: p.text,
+                line_start: p.line,
+                line_end: p.line,
+                page: None,
+            }),
+        })
+        .collect();
+    let (sections, outline) = assemble(&title, items);
+    Ok(ParsedDoc {
+        front: FrontMatter::default(),
+        title,
+        sections,
+        outline,
+    })
+}
+
+fn read_entry(
+    zip: &mut zip::ZipArchive<Cursor<&[u8]>>,
+    name: &str,
+) -> Result<Option<String>, String> {
+    let entry = match zip.by_name(name) {
+        Ok(e) => e,
+        Err(zip::result::ZipError::FileNotFound) => return Ok(None),
+        Err(e) => return Err(format!("broken DOCX: {name}: {e}")),
+    };
+    if entry.size() > MAX_XML_BYTES {
+        return Err(format!(
+            "DOCX {name} unpacks to {} bytes, over the limit",
+            entry.size()
+        ));
+    }
+    let mut xml = String::new();
+    entry
+        .take(MAX_XML_BYTES)
+        .read_to_string(&mut xml)
+        .map_err(|e| format!("broken DOCX: {name}: {e}"))?;
+    Ok(Some(xml))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Body,
+    Title,
+    Heading(u8),
+}
+
+struct Para {
+    kind: Kind,
+    text: String,
+    line: u32,
+}
+
+fn attr(e: &BytesStart, key: &[u8]) -> Option<String> {
+    e.attributes()
+        .flatten()
+        .find(|a| a.key.as_ref() == key)
+        .and_then(|a| {
+            // Office XML is UTF-8.
+            let raw = String::from_utf8_lossy(&a.value).into_owned();
+            quick_xml::escape::unescape(&raw)
+                .ok()
+                .map(|v| v.into_owned())
+        })
+}
+
+/// Heading level of a style id or name: `Heading2`, `heading 2` → 2; `Title` → title.
+fn kind_of_style(name: &str) -> Option<Kind> {
+    let n = name.to_ascii_lowercase().replace(' ', "");
+    if n == "title" {
+        return Some(Kind::Title);
+    }
+    let level: u8 = n.strip_prefix("heading")?.parse().ok()?;
+    (1..=9).contains(&level).then_some(Kind::Heading(level))
+}
+
+/// styleId → heading kind, from `word/styles.xml`: by the style's name (localized Word files
+/// keep English names there), else by its outline level.
+fn heading_styles(xml: &str) -> Result<HashMap<String, Kind>, String> {
+    let mut out = HashMap::new();
+    let mut reader = Reader::from_str(xml);
+    let mut current: Option<String> = None;
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) | Ok(Event::Empty(e)) => match e.name().as_ref() {
+                b"w:style" => current = attr(&e, b"w:styleId"),
+                b"w:name" => {
+                    if let (Some(id), Some(kind)) = (
+                        &current,
+                        attr(&e, b"w:val").as_deref().and_then(kind_of_style),
+                    ) {
+                        out.insert(id.clone(), kind);
+                    }
+                }
+                b"w:outlineLvl" => {
+                    if let (Some(id), Some(l)) = (
+                        &current,
+                        attr(&e, b"w:val").and_then(|v| v.parse::<u8>().ok()),
+                    ) {
+                        if l < 9 {
+                            out.entry(id.clone()).or_insert(Kind::Heading(l + 1));
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Ok(Event::End(e)) if e.name().as_ref() == b"w:style" => current = None,
+            Ok(Event::Eof) => return Ok(out),
+            Err(e) => return Err(format!("broken DOCX: word/styles.xml: {e}")),
+            _ => {}
+        }
+    }
+}
+
+/// The text of the first `tag` element of `xml` (`dc:title` of `docProps/core.xml`).
+fn element_text(xml: &str, tag: &[u8]) -> Option<String> {
+    let mut reader = Reader::from_str(xml);
+    let mut inside = false;
+    let mut text = String::new();
+    loop {
+        match reader.read_event().ok()? {
+            Event::Start(e) if e.name().as_ref() == tag => inside = true,
+            Event::End(e) if e.name().as_ref() == tag => return Some(text),
+            Event::Text(t) if inside => text.push_str(&t.decode().ok()?),
+            Event::GeneralRef(r) if inside => text.push(entity(&r)?),
+            Event::Eof => return None,
+            _ => {}
+        }
+    }
+}
+
+fn entity(r: &quick_xml::events::BytesRef) -> Option<char> {
+    if r.is_char_ref() {
+        return r.resolve_char_ref().ok().flatten();
+    }
+    match r.decode().ok()?.as_ref() {
+        "amp" => Some('&'),
+        "lt" => Some('<'),
+        "gt" => Some('>'),
+        "quot" => Some('"'),
+        "apos" => Some('\''),
+        _ => None,
+    }
+}
+
+/// The body's paragraphs and table rows in order, numbered.
+fn body(xml: &str, styles: &HashMap<String, Kind>) -> Result<Vec<Para>, String> {
+    let mut reader = Reader::from_str(xml);
+    let mut out = Vec::new();
+    let mut line = 0u32;
+    // Paragraph being read: its kind and text.
+    let mut para: Option<(Kind, String)> = None;
+    let mut in_text = false;
+    // Table rows being read (tables nest): cells of the innermost row.
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut cell_depth = 0usize;
+    loop {
+        let event = reader
+            .read_event()
+            .map_err(|e| format!("broken DOCX: word/document.xml: {e}"))?;
+        match event {
+            // An empty paragraph still counts as a line.
+            Event::Empty(e) if e.name().as_ref() == b"w:p" && cell_depth == 0 => line += 1,
+            Event::Empty(e) if e.name().as_ref() == b"w:p" => {}
+            Event::Start(e) if e.name().as_ref() == b"w:p" => {
+                para = Some((Kind::Body, String::new()))
+            }
+            Event::Start(e) if e.name().as_ref() == b"w:t" => in_text = true,
+            Event::Start(e) if e.name().as_ref() == b"w:tr" => rows.push(Vec::new()),
+            Event::Start(e) if e.name().as_ref() == b"w:tc" => {
+                cell_depth += 1;
+                if let Some(r) = rows.last_mut() {
+                    r.push(String::new());
+                }
+            }
+            Event::Start(e) | Event::Empty(e) => match e.name().as_ref() {
+                b"w:pStyle" => {
+                    if let (Some(p), Some(v)) = (para.as_mut(), attr(&e, b"w:val")) {
+                        p.0 = styles
+                            .get(&v)
+                            .copied()
+                            .or_else(|| kind_of_style(&v))
+                            .unwrap_or(Kind::Body);
+                    }
+                }
+                b"w:outlineLvl" => {
+                    if let (Some(p), Some(l)) = (
+                        para.as_mut(),
+                        attr(&e, b"w:val").and_then(|v| v.parse::<u8>().ok()),
+                    ) {
+                        if l < 9 && p.0 == Kind::Body {
+                            p.0 = Kind::Heading(l + 1);
+                        }
+                    }
+                }
+                b"w:tab" | b"w:br" | b"w:cr" => {
+                    if let Some(p) = para.as_mut() {
+                        p.1.push(' ');
+                    }
+                }
+                _ => {}
+            },
+            Event::Text(t) if in_text => {
+                if let Some(p) = para.as_mut() {
+                    p.1.push_str(&t.decode().map_err(|e| format!("broken DOCX: {e}"))?);
+                }
+            }
+            Event::GeneralRef(r) if in_text => {
+                if let (Some(p), Some(c)) = (para.as_mut(), entity(&r)) {
+                    p.1.push(c);
+                }
+            }
+            Event::End(e) => match e.name().as_ref() {
+                b"w:t" => in_text = false,
+                b"w:p" => {
+                    let Some((kind, text)) = para.take() else {
+                        continue;
+                    };
+                    let text = collapse(&text);
+                    if cell_depth > 0 {
+                        if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
+                            if !text.is_empty() {
+                                if !cell.is_empty() {
+                                    cell.push(' ');
+                                }
+                                cell.push_str(&text);
+                            }
+                        }
+                        continue;
+                    }
+                    line += 1;
+                    if !text.is_empty() {
+                        out.push(Para { kind, text, line });
+                    }
+                }
+                b"w:tc" => cell_depth = cell_depth.saturating_sub(1),
+                b"w:tr" => {
+                    let cells = rows.pop().unwrap_or_default();
+                    let text = cells
+                        .into_iter()
+                        .filter(|c| !c.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" | ");
+                    if cell_depth > 0 {
+                        // A nested table's row is part of the outer cell.
+                        if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
+                            if !text.is_empty() {
+                                if !cell.is_empty() {
+                                    cell.push(' ');
+                                }
+                                cell.push_str(&text);
+                            }
+                        }
+                        continue;
+                    }
+                    line += 1;
+                    if !text.is_empty() {
+                        out.push(Para {
+                            kind: Kind::Body,
+                            text,
+                            line,
+                        });
+                    }
+                }
+                _ => {}
+            },
+            Event::Eof => return Ok(out),
+            _ => {}
+        }
+    }
+}

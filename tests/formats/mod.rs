@@ -1,0 +1,149 @@
+//! Fixture writers: the tests make their own PDF, DOCX and XLSX files with real writer
+//! crates (lopdf, docx-rs, rust_xlsxwriter), so nothing downloaded is committed and every
+//! fixture says in code what it holds.
+
+#![allow(dead_code)]
+
+use lopdf::content::{Content, Operation};
+use lopdf::{dictionary, Bookmark, Document, Object, Stream};
+
+/// A page of a PDF: paragraphs, each a list of lines.
+pub type Page<'a> = &'a [&'a [&'a str]];
+
+/// A PDF with one page per entry of `pages` (Helvetica 12 pt; a wider gap between
+/// paragraphs), an outline of `(level, title, page index)` bookmarks, and `title` in its
+/// document information.
+pub fn pdf(pages: &[Page], outline: &[(u8, &str, usize)], title: Option<&str>) -> Vec<u8> {
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font_id = doc.add_object(dictionary! {
+        "Type" => "Font",
+        "Subtype" => "Type1",
+        "BaseFont" => "Helvetica",
+        "Encoding" => "WinAnsiEncoding",
+    });
+    let resources_id = doc.add_object(dictionary! {
+        "Font" => dictionary! { "F1" => font_id },
+    });
+    let mut page_ids = Vec::new();
+    for paragraphs in pages {
+        let mut ops = vec![
+            Operation::new("BT", vec![]),
+            Operation::new("Tf", vec!["F1".into(), 12.into()]),
+            Operation::new("Td", vec![72.into(), 770.into()]),
+        ];
+        for (p, lines) in paragraphs.iter().enumerate() {
+            if p > 0 {
+                ops.push(Operation::new("Td", vec![0.into(), (-30).into()]));
+            }
+            for (l, line) in lines.iter().enumerate() {
+                if l > 0 {
+                    ops.push(Operation::new("Td", vec![0.into(), (-14).into()]));
+                }
+                ops.push(Operation::new("Tj", vec![Object::string_literal(*line)]));
+            }
+        }
+        ops.push(Operation::new("ET", vec![]));
+        let content = Content { operations: ops };
+        let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
+        page_ids.push(doc.add_object(dictionary! {
+            "Type" => "Page",
+            "Parent" => pages_id,
+            "Contents" => content_id,
+        }));
+    }
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(dictionary! {
+            "Type" => "Pages",
+            "Kids" => page_ids.iter().map(|id| Object::from(*id)).collect::<Vec<_>>(),
+            "Count" => page_ids.len() as i64,
+            "Resources" => resources_id,
+            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+        }),
+    );
+    let mut parents: Vec<(u8, u32)> = Vec::new();
+    for (level, text, page) in outline {
+        while parents.last().is_some_and(|(l, _)| l >= level) {
+            parents.pop();
+        }
+        let parent = parents.last().map(|(_, id)| *id);
+        let id = doc.add_bookmark(
+            Bookmark::new(text.to_string(), [0.0, 0.0, 0.0], 0, page_ids[*page]),
+            parent,
+        );
+        parents.push((*level, id));
+    }
+    let mut catalog = dictionary! {
+        "Type" => "Catalog",
+        "Pages" => pages_id,
+    };
+    if let Some(outline_id) = doc.build_outline() {
+        catalog.set("Outlines", outline_id);
+    }
+    let catalog_id = doc.add_object(catalog);
+    doc.trailer.set("Root", catalog_id);
+    if let Some(t) = title {
+        let info = doc.add_object(dictionary! { "Title" => Object::string_literal(t) });
+        doc.trailer.set("Info", info);
+    }
+    doc.compress();
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
+}
+
+/// A DOCX of `(style, text)` paragraphs: style "" is body text, "Title", "Heading1",
+/// "Heading2", … the built-in styles; plus one table of `table` rows after them.
+pub fn docx(paragraphs: &[(&str, &str)], table: &[&[&str]]) -> Vec<u8> {
+    use docx_rs::{Docx, Paragraph, Run, Style, StyleType, Table, TableCell, TableRow};
+    let mut d = Docx::new()
+        .add_style(Style::new("Title", StyleType::Paragraph).name("Title"))
+        .add_style(Style::new("Heading1", StyleType::Paragraph).name("heading 1"))
+        .add_style(Style::new("Heading2", StyleType::Paragraph).name("heading 2"));
+    for (style, text) in paragraphs {
+        let mut p = Paragraph::new().add_run(Run::new().add_text(*text));
+        if !style.is_empty() {
+            p = p.style(style);
+        }
+        d = d.add_paragraph(p);
+    }
+    if !table.is_empty() {
+        let rows = table
+            .iter()
+            .map(|cells| {
+                TableRow::new(
+                    cells
+                        .iter()
+                        .map(|c| {
+                            TableCell::new()
+                                .add_paragraph(Paragraph::new().add_run(Run::new().add_text(*c)))
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        d = d.add_table(Table::new(rows));
+    }
+    let mut out = std::io::Cursor::new(Vec::new());
+    d.build().pack(&mut out).unwrap();
+    out.into_inner()
+}
+
+/// An XLSX with one worksheet per `(name, rows)`.
+pub fn xlsx(sheets: &[(&str, &[&[&str]])]) -> Vec<u8> {
+    let mut book = rust_xlsxwriter::Workbook::new();
+    for (name, rows) in sheets {
+        let sheet = book.add_worksheet();
+        sheet.set_name(*name).unwrap();
+        for (r, row) in rows.iter().enumerate() {
+            for (c, value) in row.iter().enumerate() {
+                match value.parse::<f64>() {
+                    Ok(n) => sheet.write_number(r as u32, c as u16, n).unwrap(),
+                    Err(_) => sheet.write_string(r as u32, c as u16, *value).unwrap(),
+                };
+            }
+        }
+    }
+    book.save_to_buffer().unwrap()
+}
