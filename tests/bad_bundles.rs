@@ -140,6 +140,17 @@ fn a_well_checksummed_but_inconsistent_bundle_is_corrupt() {
         Err(Error::Corrupt(m)) => assert!(m.contains("sorted by path"), "{m}"),
         other => panic!("{other:?}"),
     }
+
+    // Page spans are 1-based with start <= end; a bundle that says otherwise would print
+    // "p. 0" or "pp. 5–3" in citations.
+    for (start, end) in [(0, 1), (5, 3)] {
+        let mut decoded = bundle::decode(&good()).unwrap();
+        decoded.docs.chunks[0].page_span = Some(bundle::PageSpan { start, end });
+        match load(&bundle::encode(&decoded).unwrap()) {
+            Err(Error::Corrupt(m)) => assert!(m.contains("page span"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -2,7 +2,14 @@
 //! error). `tests/fixtures/bundles/v1-fulltext.bundle` was written by format version 1 from
 //! `tests/fixtures/docs` with `--no-embeddings --project docloupe/fixtures`, and
 //! `v1-hybrid.bundle` from the same folder with `--model` (all-MiniLM-L6-v2 int8) instead of
-//! `--no-embeddings`; never regenerate them — add new files for a new format version instead.
+//! `--no-embeddings`. `v2-mixed.bundle` was written by format version 2 from `en/` and `ru/` of
+//! `tests/fixtures/docs` plus `papers/smith2020.pdf` (the four-page paper of
+//! `tests/collections_spec.rs`, written by `tests/formats::pdf` with its outline and title),
+//! with `--model` (all-MiniLM-L6-v2 int8), `--project docloupe/fixtures` and `--references`
+//! holding two CSL-JSON entries: `smith2020` (article, Smith, Ada, 2020, DOI
+//! 10.1000/edge.2020, keyword caching, collection Thesis) and `caching` (webpage "Caching
+//! guide", URL https://example.org/caching). Never regenerate them — add new files for a new
+//! format version instead.
 
 use docloupe::bundle::{self, FORMAT_VERSION};
 use docloupe::{Engine, Mode, SearchRequest};
@@ -10,6 +17,8 @@ use docloupe::{Engine, Mode, SearchRequest};
 const V1: &[u8] = include_bytes!("fixtures/bundles/v1-fulltext.bundle");
 /// The same documents with vectors (`--model` all-MiniLM-L6-v2 int8), written by format 1.
 const V1_HYBRID: &[u8] = include_bytes!("fixtures/bundles/v1-hybrid.bundle");
+/// Format 2: a PDF with page spans and two documents with citations.
+const V2_MIXED: &[u8] = include_bytes!("fixtures/bundles/v2-mixed.bundle");
 
 #[test]
 fn a_frozen_v1_bundle_still_loads_and_answers() {
@@ -36,15 +45,46 @@ fn a_frozen_v1_bundle_with_vectors_still_loads_and_answers_lexically() {
 }
 
 #[test]
-fn the_current_format_reencodes_a_v1_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 1 the encoder must still write exactly these bytes; when the
+fn a_v1_bundle_reads_as_the_current_model_without_pages_or_citations() {
+    let b = bundle::decode(V1_HYBRID).unwrap();
+    assert!(b.docs.chunks.iter().all(|c| c.page_span.is_none()));
+    assert!(b.docs.documents.iter().all(|d| d.citation.is_none()));
+    // Re-encoded, it is a format-2 bundle that decodes to the same content.
+    let again = bundle::decode(&bundle::encode(&b).unwrap()).unwrap();
+    assert_eq!(again.docs, b.docs);
+    assert_eq!(again.text, b.text);
+}
+
+#[test]
+fn a_frozen_v2_bundle_still_loads_and_answers_with_pages_and_citations() {
+    let engine = Engine::from_bundle(V2_MIXED, None).unwrap();
+    assert_eq!(engine.header().counts.documents, 8);
+    let r = engine
+        .search(&SearchRequest::new("zebrafish").mode(Mode::Fulltext))
+        .unwrap();
+    let top = &r.results[0];
+    assert_eq!(top.document_path, "papers/smith2020.pdf");
+    assert_eq!((top.page_start, top.page_end), (Some(3), Some(4)));
+    assert_eq!(top.cite().as_deref(), Some("[@smith2020, pp. 3–4]"));
+    let r = engine
+        .search(&SearchRequest::new("cache size").mode(Mode::Fulltext))
+        .unwrap();
+    assert_eq!(r.results[0].document_path, "en/caching.md");
+    let c = r.results[0].citation.as_ref().unwrap();
+    assert_eq!(
+        (c.citekey.as_str(), c.url.as_deref()),
+        ("caching", Some("https://example.org/caching"))
+    );
+}
+
+#[test]
+fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
+    // While FORMAT_VERSION is 2 the encoder must still write exactly these bytes; when the
     // format changes, this test moves to the new version's frozen file.
-    if FORMAT_VERSION == 1 {
-        for frozen in [V1, V1_HYBRID] {
-            assert_eq!(
-                bundle::encode(&bundle::decode(frozen).unwrap()).unwrap(),
-                frozen
-            );
-        }
+    if FORMAT_VERSION == 2 {
+        assert_eq!(
+            bundle::encode(&bundle::decode(V2_MIXED).unwrap()).unwrap(),
+            V2_MIXED
+        );
     }
 }

@@ -91,14 +91,14 @@ pub fn convert(
         .and_then(|t| lopdf::decode_text_string(t).ok())
         .map(|t| collapse(&t))
         .filter(|t| !t.is_empty());
-    let title = info_title
-        .or_else(|| outline.first().map(|(_, t, _)| t.clone()))
-        .unwrap_or_else(|| {
-            title_from_text(
-                text.lines().map(str::trim).find(|l| !l.is_empty()),
-                file_stem,
-            )
-        });
+    // The first line of the first page is usually the title; the first outline entry is
+    // usually "1 Introduction".
+    let title = info_title.unwrap_or_else(|| {
+        title_from_text(
+            text.lines().map(str::trim).find(|l| !l.is_empty()),
+            file_stem,
+        )
+    });
 
     let (sections, outline) = assemble(&title, place_headings(blocks, outline));
     Ok((
@@ -110,6 +110,26 @@ pub fn convert(
         },
         map,
     ))
+}
+
+/// `text` (lowercase) without a leading section number ("2.1 ", "3. ", "a.3. ", "iv. "),
+/// which outlines often leave out of the heading.
+fn unnumbered(text: &str) -> &str {
+    let Some((first, rest)) = text.split_once(' ') else {
+        return text;
+    };
+    let lead = first.chars().take_while(|c| c.is_ascii_lowercase()).count();
+    let (letters, tail) = first.split_at(lead);
+    let letters_ok = lead <= 1 || letters.chars().all(|c| "ivxlcdm".contains(c));
+    let tail_ok = tail.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let marked = first.contains('.') || first.chars().any(|c| c.is_ascii_digit());
+    if first.len() <= 8 && letters_ok && tail_ok && marked && !(lead > 0 && tail.is_empty()) {
+        rest.trim_start()
+    } else if lead > 0 && tail == "." && letters_ok {
+        rest.trim_start()
+    } else {
+        text
+    }
 }
 
 /// Interleaves outline entries with the paragraphs: each heading goes before the first
@@ -124,7 +144,10 @@ fn place_headings(blocks: Vec<crate::ingest::Block>, outline: Vec<(u8, String, u
         let wanted = norm(title);
         let pos = blocks[from..]
             .iter()
-            .position(|b| on_page(&b) && norm(&b.text).starts_with(&wanted))
+            .position(|b| {
+                let text = norm(&b.text);
+                on_page(&b) && (text.starts_with(&wanted) || unnumbered(&text).starts_with(&wanted))
+            })
             .or_else(|| blocks[from..].iter().position(|b| b.page >= Some(*page)))
             .map_or(blocks.len(), |p| from + p);
         at.push(pos);
@@ -150,4 +173,22 @@ fn place_headings(blocks: Vec<crate::ingest::Block>, outline: Vec<(u8, String, u
         });
     }
     items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_numbers_are_not_part_of_the_heading() {
+        assert_eq!(unnumbered("2.1 asn.1 syntax"), "asn.1 syntax");
+        assert_eq!(unnumbered("3. usage"), "usage");
+        assert_eq!(unnumbered("a.3. annex"), "annex");
+        assert_eq!(unnumbered("iv. results"), "results");
+        assert_eq!(unnumbered("b. appendix"), "appendix");
+        assert_eq!(unnumbered("the results"), "the results");
+        assert_eq!(unnumbered("asn.1 syntax"), "asn.1 syntax");
+        assert_eq!(unnumbered("i.e. this"), "i.e. this");
+        assert_eq!(unnumbered("version"), "version");
+    }
 }
