@@ -446,6 +446,33 @@ fn the_cli_renders_citations_with_pages_in_every_format() {
         .map(|c| (c["page_number"].clone(), c["relevance_score"].is_number()))
         .collect();
     assert_eq!(pages, vec![(json!(2), false), (json!(3), true)]);
+    // --max-chars-per-chunk: each fragment carries its text trimmed, for quoting.
+    let o = common::docloupe_search(&c.bundle)
+        .args([
+            "--mode",
+            "fulltext",
+            "-f",
+            "json",
+            "--max-chars-per-chunk",
+            "30",
+            "zebrafish",
+        ])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let fragment = json["results"][0]["context_chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["relevance_score"].is_number())
+        .unwrap()["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        fragment.chars().count() <= 30 && fragment.ends_with('…'),
+        "{fragment:?}"
+    );
 }
 
 #[test]

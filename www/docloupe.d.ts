@@ -92,6 +92,8 @@ export interface SearchRequest {
   filters?: Filters;
   maxChunksPerDocument?: number;
   includeContext?: boolean;
+  /** Results carry `text`: the chunk's text trimmed to this many characters (1..20000). */
+  maxCharsPerChunk?: number;
   workspacePath?: string;
   projectId?: string;
 }
@@ -115,7 +117,22 @@ export interface ContextChunk {
   anchor: string;
   lineStart: number;
   lineEnd: number;
+  pageStart?: number;
+  pageEnd?: number;
   text: string;
+}
+
+/** A document's bibliography entry (collections built with `--references`). */
+export interface Citation {
+  citekey: string;
+  title: string | null;
+  /** "Family, Given" or a literal name. */
+  authors: string[];
+  year: number | null;
+  doi: string | null;
+  url: string | null;
+  tags: string[];
+  collections: string[];
 }
 
 export interface SearchResult {
@@ -127,6 +144,9 @@ export interface SearchResult {
   anchor: string;
   lineStart: number;
   lineEnd: number;
+  /** Pages (1-based, inclusive) for paged formats (PDF); absent for others. */
+  pageStart?: number;
+  pageEnd?: number;
   snippet: string;
   highlights: Highlight[];
   score: number;
@@ -134,6 +154,9 @@ export interface SearchResult {
   documentType: string;
   date?: string;
   rankingSignals: RankingSignals;
+  citation?: Citation;
+  /** With `maxCharsPerChunk`: the chunk's text, trimmed. */
+  text?: string;
   context?: ContextChunk[];
 }
 

@@ -6,8 +6,9 @@
 //! Request: `query` (1..500 characters, required), `limit` (documents, 1..50, default 10),
 //! `document_types` (`["pdf", "md"]`), `date_range` (`{from, to}`, ISO dates), `source_filter`
 //! (path prefix), `include_context` (default true), `max_chunks` (fragments per document,
-//! 1..10, default 3), `search_mode` (`semantic` | `fulltext` | `hybrid`, default hybrid),
-//! `max_chars_per_chunk` (fragments carry their text trimmed to this, for quoting).
+//! 1..10, default 3), `search_mode` (`semantic` | `fulltext` | `hybrid`, default hybrid).
+//! A fragment's text is its snippet, or its whole text trimmed to `maxCharsPerChunk` when
+//! the contract request asked for that (the CLI's `--max-chars-per-chunk`).
 //! Response: `{success: true, query, total_results, search_time: "0.245s", results: [...],
 //! facets: {document_types, date_distribution}, suggestions}` or `{success: false, error:
 //! {code, message, details}}` with codes `INVALID_QUERY`, `RATE_LIMIT`, `INDEX_UNAVAILABLE`,
@@ -18,7 +19,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::request::{Filters, Mode, SearchRequest, MAX_CHARS_PER_CHUNK};
+use super::request::{Filters, Mode, SearchRequest};
 use super::response::{ErrorResponse, SearchResponse, SearchResult};
 use crate::bundle::Citation;
 use crate::error::ErrorCode;
@@ -50,9 +51,6 @@ pub struct DocumentsRequest {
     pub max_chunks: u32,
     #[serde(default = "default_mode")]
     pub search_mode: Mode,
-    /// Trims each context chunk's text to this many characters (for quoting and citing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_chars_per_chunk: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -88,7 +86,6 @@ impl DocumentsRequest {
             include_context: true,
             max_chunks: DEFAULT_MAX_CHUNKS,
             search_mode: Mode::Hybrid,
-            max_chars_per_chunk: None,
         }
     }
 
@@ -145,7 +142,6 @@ impl DocumentsRequest {
             filters: (filters != Filters::default()).then_some(filters),
             max_chunks_per_document: Some(self.max_chunks as usize),
             include_context: Some(self.include_context),
-            max_chars_per_chunk: self.max_chars_per_chunk.map(|n| n as usize),
             ..Default::default()
         }
     }
@@ -294,7 +290,6 @@ fn tool_field(contract: &str) -> &str {
         "filters.dateTo" => "date_range.to",
         "filters.sourcePrefix" => "source_filter",
         "maxChunksPerDocument" => "max_chunks",
-        "maxCharsPerChunk" => "max_chars_per_chunk",
         "includeContext" => "include_context",
         "mode" => "search_mode",
         other => other,
@@ -452,10 +447,6 @@ pub fn input_schema() -> Value {
             "search_mode": {
                 "type": "string", "enum": ["semantic", "fulltext", "hybrid"], "default": "hybrid",
                 "description": "semantic (meaning), fulltext (words) or hybrid (both, reranked)"
-            },
-            "max_chars_per_chunk": {
-                "type": "integer", "minimum": 1, "maximum": MAX_CHARS_PER_CHUNK,
-                "description": "Give each fragment's text (not only its snippet), trimmed to this many characters, for quoting and citing"
             }
         },
         "required": ["query"],

@@ -53,7 +53,7 @@ struct SearchArgs {
     fallback_policy: PolicyArg,
     /// Batch mode: read one contract request per line on stdin, write one JSON response (or
     /// error object) per line on stdout, in order. Blank lines are skipped.
-    #[arg(long, conflicts_with_all = ["query", "limit", "mode", "format", "types", "date_from", "date_to", "source", "chunks"])]
+    #[arg(long, conflicts_with_all = ["query", "limit", "mode", "format", "types", "date_from", "date_to", "source", "chunks", "max_chars_per_chunk"])]
     jsonl: bool,
     /// Ceiling on `limit` (the contract's 50); evaluation reads deeper rankings.
     #[arg(long, hide = true, default_value_t = EngineOptions::default().max_limit)]
@@ -274,11 +274,12 @@ fn search(args: SearchArgs) -> Result<()> {
     request.source_filter = args.source.clone();
     request.include_context = args.context;
     request.max_chunks = args.chunks;
-    request.max_chars_per_chunk = args.max_chars_per_chunk;
     request.search_mode = mode;
     let answer = DocumentsRequest::from_value(&serde_json::to_value(&request)?).and_then(|req| {
+        let mut contract = req.to_search_request();
+        contract.max_chars_per_chunk = args.max_chars_per_chunk.map(|n| n as usize);
         engine
-            .search(&req.to_search_request())
+            .search(&contract)
             .map(|r| (req, r))
             .map_err(|e| DocumentsError::from_contract(&docloupe::ErrorResponse::from(&e)))
     });

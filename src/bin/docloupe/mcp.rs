@@ -428,6 +428,7 @@ fn search_docs_schema() -> Value {
             },
             "maxChunksPerDocument": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
             "includeContext": {"type": "boolean", "default": true},
+            "maxCharsPerChunk": {"type": "integer", "minimum": 1, "maximum": 20000},
             "workspacePath": {"type": "string"},
             "projectId": {"type": "string"}
         },
