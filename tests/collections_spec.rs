@@ -111,6 +111,11 @@ fn mixed_folder(dir: &Path) {
         "broken/scanned.pdf",
         &formats::pdf(&[&[], &[]], &[], None),
     );
+    write(
+        dir,
+        "broken/locked.pdf",
+        &formats::encrypted_pdf(&formats::pdf(SMITH_PAGES, &[], None), "reader secret"),
+    );
 }
 
 const REFS: &str = r#"[
@@ -214,6 +219,8 @@ fn every_format_is_read_and_broken_files_are_skipped_with_their_reason() {
     );
     let scanned = about("broken/scanned.pdf").expect("a warning for the scanned PDF");
     assert!(scanned.contains("no extractable text"), "{scanned}");
+    let locked = about("broken/locked.pdf").expect("a warning for the encrypted PDF");
+    assert!(locked.contains("encrypted"), "{locked}");
 
     let e = engine(&c.bundle);
     let docs = &e.bundle().unwrap().docs.documents;
@@ -239,6 +246,28 @@ fn every_format_is_read_and_broken_files_are_skipped_with_their_reason() {
     .unwrap();
     assert!(!r.results.is_empty());
     assert!(r.results.iter().all(|x| x.document_type == "docx"));
+}
+
+#[test]
+fn a_pdf_protected_by_an_owner_password_only_is_read() {
+    // Many PDFs are encrypted with an empty user password (printing/copy restrictions): any
+    // reader opens them, and so does the builder.
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let pdf = formats::pdf(SMITH_PAGES, &[], Some("Caching at the Edge"));
+    write(&docs, "restricted.pdf", &formats::encrypted_pdf(&pdf, ""));
+    let out = tmp.path().join("r.bundle");
+    let report = build(&docs, &out, &["--no-embeddings"]).unwrap();
+    assert_eq!(report["documentsProcessed"], 1, "{report:#}");
+    let r = ask(
+        &engine(&out),
+        json!({"query": "zebrafish", "mode": "fulltext"}),
+    )
+    .unwrap();
+    // No outline: the short paper is one section, one chunk over all four pages.
+    let top = &r.results[0];
+    assert_eq!((top.page_start, top.page_end), (Some(1), Some(4)));
+    assert_eq!(top.title, "Caching at the Edge");
 }
 
 #[test]

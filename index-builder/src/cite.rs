@@ -138,13 +138,21 @@ impl References {
 
     pub fn missing(&self, rel: &str) -> MetadataWarning {
         let name = rel.rsplit('/').next().unwrap_or(rel);
-        let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+        let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+        let front_matter = if matches!(ext, "md" | "markdown") {
+            "add `citekey: <key>` to its front matter, "
+        } else {
+            ""
+        };
         MetadataWarning {
             code: "MetadataMissing",
             document_path: rel.to_owned(),
-            message: format!("no entry of {} matches {rel}; its results carry no citation", self.source),
+            message: format!(
+                "no entry of {} matches {rel}; its results carry no citation",
+                self.source
+            ),
             hint: format!(
-                "add `citekey: <key>` to its front matter, name the file after its citation key (e.g. {stem} as a key), or attach the file to its entry in Zotero and export again"
+                "{front_matter}rename it to <citekey>.{ext} after its entry's citation key, or attach it to its entry in Zotero and export the references again"
             ),
         }
     }
@@ -310,7 +318,9 @@ mod tests {
         assert!(refs.find("other.pdf", None).is_none());
         let m = refs.missing("x/other.pdf");
         assert_eq!(m.code, "MetadataMissing");
-        assert!(m.hint.contains("citekey"), "{}", m.hint);
+        assert!(m.hint.contains("<citekey>.pdf"), "{}", m.hint);
+        assert!(!m.hint.contains("front matter"), "{}", m.hint);
+        assert!(refs.missing("a.md").hint.contains("front matter"));
     }
 
     #[test]

@@ -172,6 +172,21 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Output piped into `head` and the like: the reader has what it wanted.
+        Err(e)
+            if e.chain().any(|c| {
+                let kind = c
+                    .downcast_ref::<std::io::Error>()
+                    .map(|io| io.kind())
+                    .or_else(|| {
+                        c.downcast_ref::<serde_json::Error>()
+                            .and_then(serde_json::Error::io_error_kind)
+                    });
+                kind == Some(std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("index-builder: error: {e:#}");
             ExitCode::FAILURE
@@ -259,7 +274,12 @@ fn convert_one(path: &std::path::Path) -> Result<()> {
         })).collect::<Vec<_>>(),
         "warnings": warnings,
     });
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    use std::io::Write;
+    writeln!(
+        std::io::stdout(),
+        "{}",
+        serde_json::to_string_pretty(&report)?
+    )?;
     Ok(())
 }
 

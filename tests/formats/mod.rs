@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use lopdf::content::{Content, Operation};
-use lopdf::{dictionary, Bookmark, Document, Object, Stream};
+use lopdf::{
+    dictionary, Bookmark, Document, EncryptionState, EncryptionVersion, Object, Permissions, Stream,
+};
 
 /// A page of a PDF: paragraphs, each a list of lines.
 pub type Page<'a> = &'a [&'a [&'a str]];
@@ -88,6 +90,30 @@ pub fn pdf(pages: &[Page], outline: &[(u8, &str, usize)], title: Option<&str>) -
         doc.trailer.set("Info", info);
     }
     doc.compress();
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
+}
+
+/// `pdf` encrypted (RC4, 128-bit key) with an owner password and `user_password` ("" opens it
+/// for reading without a password, as owner-only protected files are).
+pub fn encrypted_pdf(pdf: &[u8], user_password: &str) -> Vec<u8> {
+    let mut doc = Document::load_mem(pdf).unwrap();
+    // The key derivation uses the file identifier, which an encrypted file must carry.
+    let id = Object::String(
+        b"docloupe-fixture".to_vec(),
+        lopdf::StringFormat::Hexadecimal,
+    );
+    doc.trailer.set("ID", vec![id.clone(), id]);
+    let state = EncryptionState::try_from(EncryptionVersion::V2 {
+        document: &doc,
+        owner_password: "owner secret",
+        user_password,
+        key_length: 128,
+        permissions: Permissions::all(),
+    })
+    .unwrap();
+    doc.encrypt(&state).unwrap();
     let mut out = Vec::new();
     doc.save_to(&mut out).unwrap();
     out

@@ -132,6 +132,26 @@ test('search_docs: the contract in, the contract out', async () => {
   assert.equal(bad.structuredContent.details.field, 'limit');
 });
 
+test('a collection with PDFs and references: page numbers and citations in both tools', async () => {
+  // The frozen format-2 bundle: tests/fixtures plus a four-page PDF matched to `smith2020`.
+  const client = await connect(['--bundle', path.join(ROOT, 'tests/fixtures/bundles/v2-mixed.bundle')]);
+  const r = await call(client, 'search_documents', { query: 'zebrafish hit ratio', limit: 1 });
+  assert.notEqual(r.isError, true, JSON.stringify(r));
+  const doc = r.structuredContent.results[0];
+  assert.equal(doc.file_path, 'papers/smith2020.pdf');
+  assert.equal(doc.file_type, 'pdf');
+  assert.equal(doc.citation.citekey, 'smith2020');
+  assert.deepEqual(doc.citation.authors, ['Smith, Ada']);
+  const fragment = doc.context_chunks.find((c) => c.relevance_score !== null);
+  assert.equal(fragment.page_number, 3);
+  assert.match(r.content[0].text, /\[@smith2020, pp\. 3–4\]/);
+  const contract = await call(client, 'search_docs', { query: 'zebrafish', mode: 'fulltext', limit: 1, maxCharsPerChunk: 60 });
+  const top = contract.structuredContent.results[0];
+  assert.deepEqual([top.pageStart, top.pageEnd, top.anchor], [3, 4, 'page=3']);
+  assert.equal(top.citation.doi, '10.1000/edge.2020');
+  assert.ok(top.text.length <= 60 && top.text.endsWith('…'), top.text);
+});
+
 test('invalid arguments are INVALID_QUERY naming the field', async () => {
   const client = await connect(['--bundle', BUNDLE]);
   for (const [args, field] of [
