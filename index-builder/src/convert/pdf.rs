@@ -123,9 +123,7 @@ fn unnumbered(text: &str) -> &str {
     let letters_ok = lead <= 1 || letters.chars().all(|c| "ivxlcdm".contains(c));
     let tail_ok = tail.chars().all(|c| c.is_ascii_digit() || c == '.');
     let marked = first.contains('.') || first.chars().any(|c| c.is_ascii_digit());
-    if first.len() <= 8 && letters_ok && tail_ok && marked && !(lead > 0 && tail.is_empty()) {
-        rest.trim_start()
-    } else if lead > 0 && tail == "." && letters_ok {
+    if first.len() <= 8 && letters_ok && tail_ok && marked {
         rest.trim_start()
     } else {
         text
