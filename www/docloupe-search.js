@@ -52,11 +52,18 @@ async function modelsFrom(url) {
 /**
  * Where `index-builder site` puts a result: `guide/install.md` + anchor →
  * `guide/install.html#anchor`, `notes/changes.txt` → `notes/changes.txt.html`, from the root.
+ * PDFs, Word files and spreadsheets are served as they are: `paper.pdf#page=3` opens a PDF at
+ * the result's page.
  */
 function defaultHref(result, root) {
   const path = result.documentPath;
-  const page = /\.(md|markdown)$/i.test(path) ? path.replace(/\.(md|markdown)$/i, '.html') : `${path}.html`;
-  return new URL(page + (result.anchor ? `#${encodeURIComponent(result.anchor)}` : ''), root).href;
+  if (/\.(md|markdown)$/i.test(path)) return new URL(path.replace(/\.(md|markdown)$/i, '.html') + fragment(result.anchor), root).href;
+  if (/\.txt$/i.test(path)) return new URL(`${path}.html${fragment(result.anchor)}`, root).href;
+  return new URL(path + (result.pageStart ? `#page=${result.pageStart}` : ''), root).href;
+}
+
+function fragment(anchor) {
+  return anchor ? `#${encodeURIComponent(anchor)}` : '';
 }
 
 /** Offsets are Unicode scalar values: slice by code points, insert as text. */
@@ -384,7 +391,8 @@ export class DocloupeSearch extends HTMLElement {
   }
 
   #option(res, index) {
-    const crumb = res.sectionPath.length ? res.sectionPath.join(' › ') : res.title;
+    const pages = res.pageStart ? (res.pageEnd > res.pageStart ? ` · pp. ${res.pageStart}–${res.pageEnd}` : ` · p. ${res.pageStart}`) : '';
+    const crumb = (res.sectionPath.length ? res.sectionPath.join(' › ') : res.title) + pages;
     const opt = el('div', { role: 'option', id: `${this.#id}-o${index}`, className: 'dls-option', 'data-index': String(index), 'aria-selected': 'false' },
       el('div', { className: 'dls-crumb', text: crumb }),
       el('div', { className: 'dls-snippet' }, highlighted(res.snippet, res.highlights)));
