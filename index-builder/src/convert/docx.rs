@@ -11,8 +11,8 @@ use std::io::{Cursor, Read};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
-use super::{assemble, title_from_text, Item};
-use crate::ingest::{collapse, Block, FrontMatter, ParsedDoc};
+use super::{parsed, title_from_text, Item};
+use crate::ingest::{collapse, Block, ParsedDoc};
 
 /// `word/document.xml` of a DOCX bigger than this is refused (a zip bomb, not a document).
 const MAX_XML_BYTES: u64 = 256 * 1024 * 1024;
@@ -69,13 +69,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
             }),
         })
         .collect();
-    let (sections, outline) = assemble(&title, items);
-    Ok(ParsedDoc {
-        front: FrontMatter::default(),
-        title,
-        sections,
-        outline,
-    })
+    Ok(parsed(title, items))
 }
 
 fn read_entry(
@@ -281,19 +275,9 @@ fn body(xml: &str, styles: &HashMap<String, Kind>) -> Result<Vec<Para>, String> 
                     };
                     let text = collapse(&text);
                     if cell_depth > 0 {
-                        if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
-                            if !text.is_empty() {
-                                if !cell.is_empty() {
-                                    cell.push(' ');
-                                }
-                                cell.push_str(&text);
-                            }
-                        }
-                        continue;
-                    }
-                    line += 1;
-                    if !text.is_empty() {
-                        out.push(Para { kind, text, line });
+                        append_to_cell(&mut rows, &text);
+                    } else {
+                        push_line(&mut out, &mut line, kind, text);
                     }
                 }
                 b"w:tc" => cell_depth = cell_depth.saturating_sub(1),
@@ -306,23 +290,9 @@ fn body(xml: &str, styles: &HashMap<String, Kind>) -> Result<Vec<Para>, String> 
                         .join(" | ");
                     if cell_depth > 0 {
                         // A nested table's row is part of the outer cell.
-                        if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
-                            if !text.is_empty() {
-                                if !cell.is_empty() {
-                                    cell.push(' ');
-                                }
-                                cell.push_str(&text);
-                            }
-                        }
-                        continue;
-                    }
-                    line += 1;
-                    if !text.is_empty() {
-                        out.push(Para {
-                            kind: Kind::Body,
-                            text,
-                            line,
-                        });
+                        append_to_cell(&mut rows, &text);
+                    } else {
+                        push_line(&mut out, &mut line, Kind::Body, text);
                     }
                 }
                 _ => {}
@@ -330,5 +300,30 @@ fn body(xml: &str, styles: &HashMap<String, Kind>) -> Result<Vec<Para>, String> 
             Event::Eof => return Ok(out),
             _ => {}
         }
+    }
+}
+
+/// Adds `text` to the innermost open table cell (a paragraph in it, or a nested table's row).
+fn append_to_cell(rows: &mut [Vec<String>], text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    if let Some(cell) = rows.last_mut().and_then(|r| r.last_mut()) {
+        if !cell.is_empty() {
+            cell.push(' ');
+        }
+        cell.push_str(text);
+    }
+}
+
+/// A body paragraph or table row: the next line, kept when it has text.
+fn push_line(out: &mut Vec<Para>, line: &mut u32, kind: Kind, text: String) {
+    *line += 1;
+    if !text.is_empty() {
+        out.push(Para {
+            kind,
+            text,
+            line: *line,
+        });
     }
 }

@@ -161,6 +161,17 @@ pub fn assemble(title: &str, items: Vec<Item>) -> (Vec<Section>, Vec<Heading>) {
     (sections, outline)
 }
 
+/// A converted document (no front matter: only markdown has it) from its title and items.
+fn parsed(title: String, items: Vec<Item>) -> ParsedDoc {
+    let (sections, outline) = assemble(&title, items);
+    ParsedDoc {
+        front: crate::ingest::FrontMatter::default(),
+        title,
+        sections,
+        outline,
+    }
+}
+
 /// A title taken from the text when the format has none: the first line when it reads like
 /// one (short, not ending a sentence).
 fn title_from_text(first_line: Option<&str>, file_stem: &str) -> String {

@@ -6,8 +6,8 @@
 use lopdf::Document;
 use pdf_extract::PlainTextOutput;
 
-use super::{assemble, title_from_text, Item, PageMap, PageRange};
-use crate::ingest::{collapse, paragraphs, FrontMatter, ParsedDoc};
+use super::{parsed, title_from_text, Item, PageMap, PageRange};
+use crate::ingest::{collapse, paragraphs, ParsedDoc};
 
 pub fn convert(
     bytes: &[u8],
@@ -100,16 +100,7 @@ pub fn convert(
         )
     });
 
-    let (sections, outline) = assemble(&title, place_headings(blocks, outline));
-    Ok((
-        ParsedDoc {
-            front: FrontMatter::default(),
-            title,
-            sections,
-            outline,
-        },
-        map,
-    ))
+    Ok((parsed(title, place_headings(blocks, outline)), map))
 }
 
 /// `text` (lowercase) without a leading section number ("2.1 ", "3. ", "a.3. ", "iv. "),

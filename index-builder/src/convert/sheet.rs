@@ -8,8 +8,8 @@ use std::io::Cursor;
 
 use calamine::{open_workbook_auto_from_rs, Data, Reader};
 
-use super::{assemble, Item};
-use crate::ingest::{collapse, Block, FrontMatter, ParsedDoc};
+use super::{parsed, Item};
+use crate::ingest::{collapse, Block, ParsedDoc};
 
 pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
     let mut book = open_workbook_auto_from_rs(Cursor::new(bytes))
@@ -71,14 +71,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
     if items.is_empty() {
         return Err("no text in this workbook (every sheet is empty)".into());
     }
-    let title = file_stem.to_owned();
-    let (sections, outline) = assemble(&title, items);
-    Ok(ParsedDoc {
-        front: FrontMatter::default(),
-        title,
-        sections,
-        outline,
-    })
+    Ok(parsed(file_stem.to_owned(), items))
 }
 
 /// A cell as text: dates as ISO dates (with the time when there is one), numbers as the
