@@ -101,21 +101,13 @@ fn make_chunk(
         anchor: section.anchor.clone(),
         line_start: pieces.first().map_or(1, |p| p.0.line_start),
         line_end: pieces.last().map_or(1, |p| p.0.line_end),
-        page_span: pieces.iter().filter_map(|p| p.0.page).fold(
-            None,
-            |span: Option<PageSpan>, page| {
-                Some(match span {
-                    None => PageSpan {
-                        start: page,
-                        end: page,
-                    },
-                    Some(s) => PageSpan {
-                        start: s.start.min(page),
-                        end: s.end.max(page),
-                    },
-                })
-            },
-        ),
+        page_span: {
+            let pages = || pieces.iter().filter_map(|p| p.0.page);
+            pages()
+                .min()
+                .zip(pages().max())
+                .map(|(start, end)| PageSpan { start, end })
+        },
         text: pieces
             .iter()
             .map(|p| p.0.text.as_str())
@@ -217,7 +209,6 @@ mod tests {
         Section {
             headings: vec!["H".into()],
             anchor: "h".into(),
-            heading_line: Some(1),
             blocks: blocks
                 .into_iter()
                 .enumerate()

@@ -104,18 +104,16 @@ pub fn parse_document(
 /// line when it reads like one (short, not ending a sentence), else the file name.
 pub fn parse_text(source: &str, file_stem: &str) -> ParsedDoc {
     let blocks = paragraphs(source, |_| None);
-    let first_line = source.lines().map(str::trim).find(|l| !l.is_empty());
-    let title = match first_line {
-        Some(l) if l.chars().count() <= 100 && !l.ends_with('.') => collapse(l),
-        _ => file_stem.to_owned(),
-    };
+    let title = title_from_text(
+        source.lines().map(str::trim).find(|l| !l.is_empty()),
+        file_stem,
+    );
     ParsedDoc {
         front: FrontMatter::default(),
         title,
         sections: vec![Section {
             headings: Vec::new(),
             anchor: String::new(),
-            heading_line: None,
             blocks,
         }],
         outline: Vec::new(),
@@ -235,8 +233,6 @@ pub struct Section {
     /// unless a heading differs from it).
     pub headings: Vec<String>,
     pub anchor: String,
-    /// Line of the heading itself (None for the text before the first heading).
-    pub heading_line: Option<u32>,
     pub blocks: Vec<Block>,
 }
 
@@ -291,23 +287,10 @@ pub fn parse_markdown(
 
     let options = markdown_options();
 
-    // First pass: sections with raw heading levels.
-    struct RawSection {
-        level: u8,
-        heading: Option<String>,
-        explicit_id: Option<String>,
-        heading_line: Option<u32>,
-        blocks: Vec<Block>,
-    }
-    let mut raw = vec![RawSection {
-        level: 0,
-        heading: None,
-        explicit_id: None,
-        heading_line: None,
-        blocks: Vec::new(),
-    }];
+    // The document in reading order: headings (with levels and `{#id}`s) and blocks.
+    let mut items: Vec<Item> = Vec::new();
     let mut depth = 0usize;
-    let mut in_heading: Option<(u8, Option<String>, u32)> = None;
+    let mut in_heading: Option<(u8, Option<String>)> = None;
     let mut buf = String::new();
     let mut block_range = 0..0;
 
@@ -315,22 +298,17 @@ pub fn parse_markdown(
         let range = range.start + body_offset..range.end + body_offset;
         match event {
             Event::Start(Tag::Heading { level, id, .. }) if depth == 0 => {
-                in_heading = Some((
-                    level_num(level),
-                    id.map(|s| s.to_string()),
-                    lines.line_of(range.start),
-                ));
+                in_heading = Some((level_num(level), id.map(|s| s.to_string())));
                 buf.clear();
                 depth += 1;
             }
             Event::End(TagEnd::Heading(_)) if depth == 1 && in_heading.is_some() => {
-                let (level, explicit_id, line) = in_heading.take().expect("checked");
-                raw.push(RawSection {
+                let (level, id) = in_heading.take().expect("checked");
+                items.push(Item::Heading {
                     level,
-                    heading: Some(collapse(&buf)),
-                    explicit_id,
-                    heading_line: Some(line),
-                    blocks: Vec::new(),
+                    title: collapse(&buf),
+                    id,
+                    page: None,
                 });
                 buf.clear();
                 depth = 0;
@@ -367,7 +345,7 @@ pub fn parse_markdown(
                                 .line_of(block_range.end.saturating_sub(1).max(block_range.start)),
                             page: None,
                         };
-                        raw.last_mut().expect("never empty").blocks.push(block);
+                        items.push(Item::Block(block));
                     }
                     buf.clear();
                 }
@@ -382,62 +360,107 @@ pub fn parse_markdown(
         }
     }
 
+    let headings = || {
+        items.iter().filter_map(|i| match i {
+            Item::Heading { level, title, .. } => Some((*level, title)),
+            Item::Block(_) => None,
+        })
+    };
     let title = front
         .title
         .clone()
         .or_else(|| {
-            raw.iter()
-                .find(|s| s.level == 1)
-                .or_else(|| raw.iter().find(|s| s.heading.is_some()))
-                .and_then(|s| s.heading.clone())
+            headings()
+                .find(|(level, _)| *level == 1)
+                .or_else(|| headings().next())
+                .map(|(_, t)| t.clone())
         })
         .filter(|t| !t.is_empty())
         .unwrap_or_else(|| file_stem.to_owned());
-
-    // Second pass: breadcrumbs and anchors.
-    let mut slugs = Slugger::default();
-    let mut stack: Vec<(u8, String)> = Vec::new();
-    let mut sections = Vec::new();
-    let mut outline = Vec::new();
-    let mut title_seen = false;
-    for s in raw {
-        let anchor = match (&s.explicit_id, &s.heading) {
-            (Some(id), _) => slugs.reserve(id),
-            (None, Some(h)) => slugs.slug(h),
-            (None, None) => String::new(),
-        };
-        if let Some(h) = &s.heading {
-            outline.push(Heading {
-                level: s.level,
-                title: h.clone(),
-                anchor: anchor.clone(),
-                page: None,
-            });
-            while stack.last().is_some_and(|(l, _)| *l >= s.level) {
-                stack.pop();
-            }
-            // The page's own H1 repeats the title: keep it out of the breadcrumb once.
-            let repeats_title = !title_seen && s.level == 1 && *h == title;
-            title_seen |= repeats_title;
-            if !repeats_title {
-                stack.push((s.level, h.clone()));
-            }
-        }
-        if s.blocks.is_empty() {
-            continue;
-        }
-        sections.push(Section {
-            headings: stack.iter().map(|(_, h)| h.clone()).collect(),
-            anchor,
-            heading_line: s.heading_line,
-            blocks: s.blocks,
-        });
-    }
+    let (sections, outline) = assemble(&title, items);
     ParsedDoc {
         front,
         title,
         sections,
         outline,
+    }
+}
+
+/// A document in reading order, before it is cut into sections: what markdown parsing and
+/// every converter produce.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    Heading {
+        /// 1 = top.
+        level: u8,
+        title: String,
+        /// An explicit anchor (markdown's `{#id}`), else the title's slug.
+        id: Option<String>,
+        page: Option<u32>,
+    },
+    Block(Block),
+}
+
+/// Sections and the heading tree from a document's items: each heading opens a section whose
+/// breadcrumb is the headings above it by level, and whose anchor is its GitHub-style slug
+/// (`{#id}` wins; repeats get `-1`, `-2`). A top-level heading that repeats the title (the
+/// page's own H1) is kept out of the breadcrumb once. Sections without text are dropped; the
+/// heading tree keeps every heading.
+pub fn assemble(title: &str, items: Vec<Item>) -> (Vec<Section>, Vec<Heading>) {
+    let mut slugs = Slugger::default();
+    let mut stack: Vec<(u8, String)> = Vec::new();
+    let mut outline = Vec::new();
+    let mut sections = vec![Section {
+        headings: Vec::new(),
+        anchor: String::new(),
+        blocks: Vec::new(),
+    }];
+    let mut title_seen = false;
+    for item in items {
+        match item {
+            Item::Heading {
+                level,
+                title: h,
+                id,
+                page,
+            } => {
+                let anchor = match id {
+                    Some(id) => slugs.reserve(&id),
+                    None => slugs.slug(&h),
+                };
+                outline.push(Heading {
+                    level,
+                    title: h.clone(),
+                    anchor: anchor.clone(),
+                    page,
+                });
+                while stack.last().is_some_and(|(l, _)| *l >= level) {
+                    stack.pop();
+                }
+                let repeats_title = !title_seen && level == 1 && h == title;
+                title_seen |= repeats_title;
+                if !repeats_title {
+                    stack.push((level, h));
+                }
+                sections.push(Section {
+                    headings: stack.iter().map(|(_, h)| h.clone()).collect(),
+                    anchor,
+                    blocks: Vec::new(),
+                });
+            }
+            Item::Block(b) => sections.last_mut().expect("never empty").blocks.push(b),
+        }
+    }
+    sections.retain(|s| !s.blocks.is_empty());
+    (sections, outline)
+}
+
+/// A title taken from the text when a document has none of its own: its first line when that
+/// reads like one (at most 100 characters, not ending a sentence), else `file_stem`.
+pub fn title_from_text(first_line: Option<&str>, file_stem: &str) -> String {
+    match first_line.map(collapse) {
+        Some(l) if !l.is_empty() && l.chars().count() <= 100 && !l.ends_with('.') => l,
+        _ => file_stem.to_owned(),
     }
 }
 
@@ -626,6 +649,70 @@ pub fn normalize_date(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn block(text: &str, line: u32, page: Option<u32>) -> Item {
+        Item::Block(Block {
+            text: text.into(),
+            line_start: line,
+            line_end: line,
+            page,
+        })
+    }
+
+    fn heading(level: u8, title: &str) -> Item {
+        Item::Heading {
+            level,
+            title: title.into(),
+            id: None,
+            page: None,
+        }
+    }
+
+    #[test]
+    fn headings_become_breadcrumbs_and_an_outline() {
+        let (sections, outline) = assemble(
+            "Manual",
+            vec![
+                block("front", 1, None),
+                heading(1, "Manual"),
+                block("intro", 2, None),
+                heading(2, "Install"),
+                heading(3, "Linux"),
+                block("apt", 4, None),
+                heading(2, "Install"),
+                block("again", 6, None),
+            ],
+        );
+        let got: Vec<(Vec<String>, String, &str)> = sections
+            .iter()
+            .map(|s| {
+                (
+                    s.headings.clone(),
+                    s.anchor.clone(),
+                    s.blocks[0].text.as_str(),
+                )
+            })
+            .collect();
+        let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            got,
+            vec![
+                (v(&[]), "".into(), "front"),
+                (v(&[]), "manual".into(), "intro"),
+                (v(&["Install", "Linux"]), "linux".into(), "apt"),
+                (v(&["Install"]), "install-1".into(), "again"),
+            ]
+        );
+        // The tree keeps headings without text of their own.
+        let levels: Vec<(u8, &str)> = outline
+            .iter()
+            .map(|h| (h.level, h.title.as_str()))
+            .collect();
+        assert_eq!(
+            levels,
+            vec![(1, "Manual"), (2, "Install"), (3, "Linux"), (2, "Install")]
+        );
+    }
 
     #[test]
     fn plain_text_is_one_section_of_paragraphs_with_their_lines() {

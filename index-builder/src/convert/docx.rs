@@ -11,8 +11,8 @@ use std::io::{Cursor, Read};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
-use super::{parsed, title_from_text, Item};
-use crate::ingest::{collapse, Block, ParsedDoc};
+use super::parsed;
+use crate::ingest::{collapse, title_from_text, Block, Item, ParsedDoc};
 
 /// `word/document.xml` of a DOCX bigger than this is refused (a zip bomb, not a document).
 const MAX_XML_BYTES: u64 = 256 * 1024 * 1024;
@@ -59,6 +59,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
             Kind::Heading(level) => Item::Heading {
                 level,
                 title: p.text,
+                id: None,
                 page: None,
             },
             _ => Item::Block(Block {

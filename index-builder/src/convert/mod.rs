@@ -16,7 +16,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use docloupe::embed::sha256_hex;
 
-use crate::ingest::{parse_document, Block, Format, Heading, ParsedDoc, Section, Slugger};
+use crate::ingest::{assemble, parse_document, Format, Item, ParsedDoc};
 
 /// One document, converted.
 #[derive(Debug, Clone)]
@@ -96,71 +96,6 @@ pub fn convert(
     })
 }
 
-/// A converted document in reading order, before it is cut into sections.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Item {
-    Heading {
-        level: u8,
-        title: String,
-        page: Option<u32>,
-    },
-    Block(Block),
-}
-
-/// Sections (breadcrumbs from the heading levels, GitHub-style anchors) and the heading tree
-/// from a converted document. As in markdown, a top-level heading that repeats the title is
-/// kept out of the breadcrumb once.
-pub fn assemble(title: &str, items: Vec<Item>) -> (Vec<Section>, Vec<Heading>) {
-    let mut slugs = Slugger::default();
-    let mut stack: Vec<(u8, String)> = Vec::new();
-    let mut outline = Vec::new();
-    let mut sections: Vec<Section> = vec![Section {
-        headings: Vec::new(),
-        anchor: String::new(),
-        heading_line: None,
-        blocks: Vec::new(),
-    }];
-    let mut title_seen = false;
-    for item in items {
-        match item {
-            Item::Heading {
-                level,
-                title: h,
-                page,
-            } => {
-                let anchor = slugs.slug(&h);
-                outline.push(Heading {
-                    level,
-                    title: h.clone(),
-                    anchor: anchor.clone(),
-                    page,
-                });
-                while stack.last().is_some_and(|(l, _)| *l >= level) {
-                    stack.pop();
-                }
-                let repeats_title = !title_seen && level == 1 && h == title;
-                title_seen |= repeats_title;
-                if !repeats_title {
-                    stack.push((level, h));
-                }
-                sections.push(Section {
-                    headings: stack.iter().map(|(_, h)| h.clone()).collect(),
-                    anchor,
-                    heading_line: None,
-                    blocks: Vec::new(),
-                });
-            }
-            Item::Block(b) => {
-                let s = sections.last_mut().expect("never empty");
-                s.heading_line.get_or_insert(b.line_start);
-                s.blocks.push(b);
-            }
-        }
-    }
-    sections.retain(|s| !s.blocks.is_empty());
-    (sections, outline)
-}
-
 /// A converted document (no front matter: only markdown has it) from its title and items.
 fn parsed(title: String, items: Vec<Item>) -> ParsedDoc {
     let (sections, outline) = assemble(&title, items);
@@ -172,81 +107,9 @@ fn parsed(title: String, items: Vec<Item>) -> ParsedDoc {
     }
 }
 
-/// A title taken from the text when the format has none: the first line when it reads like
-/// one (short, not ending a sentence).
-fn title_from_text(first_line: Option<&str>, file_stem: &str) -> String {
-    match first_line.map(crate::ingest::collapse) {
-        Some(l) if !l.is_empty() && l.chars().count() <= 100 && !l.ends_with('.') => l,
-        _ => file_stem.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn block(text: &str, line: u32, page: Option<u32>) -> Item {
-        Item::Block(Block {
-            text: text.into(),
-            line_start: line,
-            line_end: line,
-            page,
-        })
-    }
-
-    fn heading(level: u8, title: &str) -> Item {
-        Item::Heading {
-            level,
-            title: title.into(),
-            page: None,
-        }
-    }
-
-    #[test]
-    fn headings_become_breadcrumbs_and_an_outline() {
-        let (sections, outline) = assemble(
-            "Manual",
-            vec![
-                block("front", 1, None),
-                heading(1, "Manual"),
-                block("intro", 2, None),
-                heading(2, "Install"),
-                heading(3, "Linux"),
-                block("apt", 4, None),
-                heading(2, "Install"),
-                block("again", 6, None),
-            ],
-        );
-        let got: Vec<(Vec<String>, String, &str)> = sections
-            .iter()
-            .map(|s| {
-                (
-                    s.headings.clone(),
-                    s.anchor.clone(),
-                    s.blocks[0].text.as_str(),
-                )
-            })
-            .collect();
-        let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            got,
-            vec![
-                (v(&[]), "".into(), "front"),
-                (v(&[]), "manual".into(), "intro"),
-                (v(&["Install", "Linux"]), "linux".into(), "apt"),
-                (v(&["Install"]), "install-1".into(), "again"),
-            ]
-        );
-        // The tree keeps headings without text of their own.
-        let levels: Vec<(u8, &str)> = outline
-            .iter()
-            .map(|h| (h.level, h.title.as_str()))
-            .collect();
-        assert_eq!(
-            levels,
-            vec![(1, "Manual"), (2, "Install"), (3, "Linux"), (2, "Install")]
-        );
-    }
 
     #[test]
     fn page_map_finds_the_page_of_an_offset() {

@@ -6,8 +6,8 @@
 use lopdf::Document;
 use pdf_extract::PlainTextOutput;
 
-use super::{parsed, title_from_text, Item, PageMap, PageRange};
-use crate::ingest::{collapse, paragraphs, ParsedDoc};
+use super::{parsed, PageMap, PageRange};
+use crate::ingest::{collapse, paragraphs, title_from_text, Item, ParsedDoc};
 
 pub fn convert(
     bytes: &[u8],
@@ -149,6 +149,7 @@ fn place_headings(blocks: Vec<crate::ingest::Block>, outline: Vec<(u8, String, u
             items.push(Item::Heading {
                 level,
                 title,
+                id: None,
                 page: Some(page),
             });
         }
@@ -158,6 +159,7 @@ fn place_headings(blocks: Vec<crate::ingest::Block>, outline: Vec<(u8, String, u
         items.push(Item::Heading {
             level,
             title,
+            id: None,
             page: Some(page),
         });
     }

@@ -8,8 +8,8 @@ use std::io::Cursor;
 
 use calamine::{open_workbook_auto_from_rs, Data, Reader};
 
-use super::{parsed, Item};
-use crate::ingest::{collapse, Block, ParsedDoc};
+use super::parsed;
+use crate::ingest::{collapse, Block, Item, ParsedDoc};
 
 pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
     let mut book = open_workbook_auto_from_rs(Cursor::new(bytes))
@@ -63,6 +63,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
             items.push(Item::Heading {
                 level: 1,
                 title: collapse(&name),
+                id: None,
                 page: None,
             });
             items.extend(rows);
