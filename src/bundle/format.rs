@@ -127,8 +127,8 @@ pub fn section_bytes<'a>(
 }
 
 /// Checks what every docloupe file starts with: `magic` (`BadMagic`), at least `prefix` bytes
-/// (`BundleTruncated`), then a u32 LE format version this engine reads.
-pub(super) fn check_prefix(bytes: &[u8], magic: &[u8; 8], prefix: usize) -> Result<()> {
+/// (`BundleTruncated`), then a u32 LE format version this engine reads, which it returns.
+pub(super) fn check_prefix(bytes: &[u8], magic: &[u8; 8], prefix: usize) -> Result<u32> {
     let magic_len = bytes.len().min(magic.len());
     if bytes[..magic_len] != magic[..magic_len] {
         return Err(Error::BadMagic);
@@ -139,7 +139,7 @@ pub(super) fn check_prefix(bytes: &[u8], magic: &[u8; 8], prefix: usize) -> Resu
             bytes.len()
         )));
     }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    let version = version_of(bytes);
     if version > FORMAT_VERSION {
         return Err(Error::NewerFormat {
             found: version,
@@ -152,12 +152,12 @@ pub(super) fn check_prefix(bytes: &[u8], magic: &[u8; 8], prefix: usize) -> Resu
             oldest: OLDEST_FORMAT_VERSION,
         });
     }
-    Ok(())
+    Ok(version)
 }
 
-/// The format version of a file whose prefix [`check_prefix`] accepted.
-pub(super) fn version_of(bytes: &[u8]) -> u32 {
-    u32::from_le_bytes(bytes[8..12].try_into().expect("checked prefix"))
+/// The format version of a file at least 12 bytes long (see [`check_prefix`]).
+fn version_of(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes(bytes[8..12].try_into().expect("12 bytes"))
 }
 
 /// Postcard-decodes all of `bytes` (trailing bytes are corruption too).

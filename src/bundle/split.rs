@@ -336,10 +336,9 @@ impl SplitBundle {
     /// Reads and verifies `core.bin`.
     pub fn open(bytes: &[u8]) -> Result<SplitBundle> {
         const PREFIX: usize = 8 + 4 + 32;
-        check_prefix(bytes, SPLIT_MAGIC, PREFIX)?;
         // Split files are cut from a bundle and cut again with it; only the current layout
         // of their shards is read.
-        let version = super::format::version_of(bytes);
+        let version = check_prefix(bytes, SPLIT_MAGIC, PREFIX)?;
         if version != FORMAT_VERSION {
             return Err(Error::OlderFormat {
                 found: version,

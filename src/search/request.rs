@@ -279,10 +279,10 @@ pub fn validate(req: &SearchRequest, max_limit: usize) -> Result<Plan> {
         DEFAULT_MAX_CHUNKS_PER_DOCUMENT,
         MAX_CHUNKS_PER_DOCUMENT,
     )?;
-    let max_chars_per_chunk = match req.max_chars_per_chunk {
-        None => None,
-        v => Some(in_range("maxCharsPerChunk", v, 0, MAX_CHARS_PER_CHUNK)?),
-    };
+    let max_chars_per_chunk = req
+        .max_chars_per_chunk
+        .map(|n| in_range("maxCharsPerChunk", Some(n), 0, MAX_CHARS_PER_CHUNK))
+        .transpose()?;
     let mode = req.mode.unwrap_or_default();
     let mut scope = match &req.filters {
         Some(f) => scope(f)?,

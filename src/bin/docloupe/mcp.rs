@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use docloupe::search::documents::{self, DocumentsError, DocumentsErrorCode, DocumentsRequest};
+use docloupe::search::request;
 use docloupe::{Engine, ErrorCode, ErrorResponse, ModelFiles, SearchResponse};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -405,16 +406,17 @@ fn now_rfc3339() -> String {
     )
 }
 
-/// The contract request's schema, for `search_docs`: the fields and bounds README documents.
+/// The contract request's schema, for `search_docs`: the fields, and the bounds `request.rs`
+/// enforces (its constants, so the two cannot drift).
 fn search_docs_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 500},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            "query": {"type": "string", "minLength": 1, "maxLength": request::MAX_QUERY_CHARS},
+            "limit": {"type": "integer", "minimum": 1, "maximum": request::MAX_LIMIT, "default": request::DEFAULT_LIMIT},
             "mode": {"type": "string", "enum": ["hybrid", "fulltext", "semantic"], "default": "hybrid"},
             "rerank": {"type": "boolean", "default": true},
-            "candidateLimit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 30},
+            "candidateLimit": {"type": "integer", "minimum": 1, "maximum": request::MAX_CANDIDATE_LIMIT, "default": request::DEFAULT_CANDIDATE_LIMIT},
             "filters": {
                 "type": "object",
                 "properties": {
@@ -426,9 +428,9 @@ fn search_docs_schema() -> Value {
                 },
                 "additionalProperties": false
             },
-            "maxChunksPerDocument": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+            "maxChunksPerDocument": {"type": "integer", "minimum": 1, "maximum": request::MAX_CHUNKS_PER_DOCUMENT, "default": request::DEFAULT_MAX_CHUNKS_PER_DOCUMENT},
             "includeContext": {"type": "boolean", "default": true},
-            "maxCharsPerChunk": {"type": "integer", "minimum": 1, "maximum": 20000},
+            "maxCharsPerChunk": {"type": "integer", "minimum": 1, "maximum": request::MAX_CHARS_PER_CHUNK},
             "workspacePath": {"type": "string"},
             "projectId": {"type": "string"}
         },
