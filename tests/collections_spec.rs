@@ -84,9 +84,9 @@ fn mixed_folder(dir: &Path) {
             (
                 "Stock",
                 &[
-                    &["Item", "Warehouse", "Quantity"],
-                    &["Widget", "Oslo", "42"],
-                    &["Gizmo", "Lima", "7"],
+                    &["Item", "Warehouse", "Quantity", "Counted"],
+                    &["Widget", "Oslo", "42", "2024-03-15"],
+                    &["Gizmo", "Lima", "7", "2024-02-29"],
                 ],
             ),
             ("Notes", &[&["Reorder gizmos when stock is under ten"]]),
@@ -378,11 +378,12 @@ fn spreadsheet_rows_are_searchable_with_their_column_names_and_row_numbers() {
     assert_eq!(top.section_path, vec!["inventory", "Stock"]);
     let text = top.text.as_deref().unwrap();
     assert!(
-        text.contains("Item: Gizmo; Warehouse: Lima; Quantity: 7"),
+        text.contains("Item: Gizmo; Warehouse: Lima; Quantity: 7; Counted: 2024-02-29"),
         "{text}"
     );
+    // A date cell (a serial number with a date format) reads as its ISO date.
     assert!(
-        text.contains("Item: Widget; Warehouse: Oslo; Quantity: 42"),
+        text.contains("Item: Widget; Warehouse: Oslo; Quantity: 42; Counted: 2024-03-15"),
         "{text}"
     );
     // Lines are the sheet's row numbers: header on row 1, Gizmo on row 3.

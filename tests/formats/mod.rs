@@ -156,18 +156,38 @@ pub fn docx(paragraphs: &[(&str, &str)], table: &[&[&str]]) -> Vec<u8> {
     out.into_inner()
 }
 
-/// An XLSX with one worksheet per `(name, rows)`.
+/// An XLSX with one worksheet per `(name, rows)`. A value that parses as a number is written
+/// as a number, one shaped `YYYY-MM-DD` as a date cell (a serial number with a date format,
+/// as Excel stores dates), anything else as text.
 pub fn xlsx(sheets: &[(&str, &[&[&str]])]) -> Vec<u8> {
     let mut book = rust_xlsxwriter::Workbook::new();
+    let date_format = rust_xlsxwriter::Format::new().set_num_format("yyyy-mm-dd");
     for (name, rows) in sheets {
         let sheet = book.add_worksheet();
         sheet.set_name(*name).unwrap();
         for (r, row) in rows.iter().enumerate() {
-            for (c, value) in row.iter().enumerate() {
-                match value.parse::<f64>() {
-                    Ok(n) => sheet.write_number(r as u32, c as u16, n).unwrap(),
-                    Err(_) => sheet.write_string(r as u32, c as u16, *value).unwrap(),
-                };
+            let (r, cells) = (r as u32, row.iter().enumerate());
+            for (c, value) in cells {
+                let c = c as u16;
+                let ymd: Vec<&str> = value.split('-').collect();
+                if let (Ok(n), false) = (value.parse::<f64>(), value.is_empty()) {
+                    sheet.write_number(r, c, n).unwrap();
+                } else if ymd.len() == 3
+                    && ymd[0].len() == 4
+                    && ymd.iter().all(|p| p.parse::<u16>().is_ok())
+                {
+                    let date = rust_xlsxwriter::ExcelDateTime::from_ymd(
+                        ymd[0].parse().unwrap(),
+                        ymd[1].parse().unwrap(),
+                        ymd[2].parse().unwrap(),
+                    )
+                    .unwrap();
+                    sheet
+                        .write_datetime_with_format(r, c, &date, &date_format)
+                        .unwrap();
+                } else {
+                    sheet.write_string(r, c, *value).unwrap();
+                }
             }
         }
     }

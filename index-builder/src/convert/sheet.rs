@@ -79,48 +79,38 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
 /// shortest decimal, errors as their code.
 fn cell(d: &Data) -> String {
     match d {
-        Data::DateTime(t) if t.is_datetime() => excel_date(t.as_f64()),
+        // calamine converts the serial number: 1900- or 1904-based workbooks, and Excel's
+        // phantom 1900-02-29.
+        Data::DateTime(t) if t.is_datetime() => match t.as_datetime() {
+            Some(dt) if dt.time() == chrono::NaiveTime::MIN => dt.format("%Y-%m-%d").to_string(),
+            Some(dt) => dt.format("%Y-%m-%d %H:%M").to_string(),
+            None => t.as_f64().to_string(),
+        },
         Data::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", *f as i64),
         other => collapse(&other.to_string()),
-    }
-}
-
-/// An Excel serial date (days since 1899-12-30) as `YYYY-MM-DD` or `YYYY-MM-DD HH:MM`.
-fn excel_date(serial: f64) -> String {
-    if !serial.is_finite() || !(0.0..3_000_000.0).contains(&serial) {
-        return format!("{serial}");
-    }
-    let days = serial.floor() as i64 - 25_569; // to days since 1970-01-01
-                                               // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let minutes = ((serial.fract() * 1440.0).round() as i64).min(1439);
-    if minutes == 0 {
-        format!("{y:04}-{m:02}-{d:02}")
-    } else {
-        format!(
-            "{y:04}-{m:02}-{d:02} {:02}:{:02}",
-            minutes / 60,
-            minutes % 60
-        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use calamine::{ExcelDateTime, ExcelDateTimeType};
+
+    fn date(serial: f64, is_1904: bool) -> String {
+        cell(&Data::DateTime(ExcelDateTime::new(
+            serial,
+            ExcelDateTimeType::DateTime,
+            is_1904,
+        )))
+    }
 
     #[test]
     fn excel_serial_dates_read_as_iso() {
-        assert_eq!(excel_date(45_366.0), "2024-03-15");
-        assert_eq!(excel_date(1.0), "1899-12-31");
-        assert_eq!(excel_date(45_366.5), "2024-03-15 12:00");
+        assert_eq!(date(45_366.0, false), "2024-03-15");
+        assert_eq!(date(45_366.5, false), "2024-03-15 12:00");
+        // Serial 1 is the day Excel shows as 1900-01-01 (it counts a 1900-02-29).
+        assert_eq!(date(1.0, false), "1900-01-01");
+        // Workbooks from old Mac Excel count from 1904.
+        assert_eq!(date(43_904.0, true), "2024-03-15");
     }
 }
