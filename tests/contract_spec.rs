@@ -121,12 +121,9 @@ fn a_minimal_request_gets_every_default_and_the_full_response_shape() {
     let r = ok(&e, json!({"query": "  cache size  "}));
     assert_eq!(r.query, "cache size");
     assert_eq!(r.applied_strategy, "bm25_plus_vector_rerank_docs_only");
-    // No rerank model is loaded: the fused order comes back, flagged.
-    assert!(r.fallback_applied);
-    assert_eq!(
-        r.degraded_reason.as_deref(),
-        Some("rerank_model_unavailable")
-    );
+    // The built-in learned ranker is the second stage: it always runs, nothing falls back.
+    assert!(!r.fallback_applied);
+    assert_eq!(r.degraded_reason, None);
     assert!(!r.results.is_empty() && r.results.len() <= 10);
     assert_eq!(r.results[0].document_path, "en/caching.md");
     let v: Value = serde_json::to_value(&r).unwrap();
@@ -169,9 +166,13 @@ fn a_minimal_request_gets_every_default_and_the_full_response_shape() {
     assert_eq!(top["sourceType"], "documentation");
     assert_eq!(top["documentType"], "md");
     assert_eq!(top["date"], "2024-03-05");
+    let p = top["rankingSignals"]["rerank"]
+        .as_f64()
+        .expect("the stage ran");
+    assert!(p > 0.0 && p < 1.0, "{p}");
     assert!(
-        top["rankingSignals"].get("rerank").is_none(),
-        "rerank signal only when the stage ran"
+        top["rankingSignals"].get("features").is_none(),
+        "features only when a host asks for them"
     );
     for res in &r.results {
         let s = &res.ranking_signals;
@@ -983,7 +984,7 @@ fn equal_rerank_scores_break_ties_by_path_then_chunk_index() {
 fn a_failing_a_panicking_or_a_slow_model_falls_back_to_the_fused_order() {
     let fused = ok(&engine(), json!({"query": "cache size", "rerank": false}));
     let cases: Vec<(Engine, &str)> = vec![
-        (engine(), "rerank_model_unavailable"),
+        (engine().without_second_stage(), "rerank_model_unavailable"),
         (
             engine().with_reranker(Box::new(Failing::default())),
             "rerank_failed",
@@ -1022,7 +1023,7 @@ fn error_on_total_failure_answers_docs_reranking_unavailable() {
     };
     let cases: Vec<(Engine, &str)> = vec![
         (
-            engine().with_options(strict.clone()),
+            engine().without_second_stage().with_options(strict.clone()),
             "RerankModelUnavailable",
         ),
         (

@@ -57,9 +57,36 @@ async function modelsFrom(url) {
  */
 function defaultHref(result, root) {
   const path = result.documentPath;
-  if (/\.(md|markdown)$/i.test(path)) return new URL(path.replace(/\.(md|markdown)$/i, '.html') + fragment(result.anchor), root).href;
-  if (/\.txt$/i.test(path)) return new URL(`${path}.html${fragment(result.anchor)}`, root).href;
-  return new URL(path + (result.pageStart ? `#page=${result.pageStart}` : ''), root).href;
+  if (/\.(md|markdown)$/i.test(path)) return new URL(pagePath(path.replace(/\.(md|markdown)$/i, '.html')) + fragment(result.anchor), root).href;
+  if (/\.txt$/i.test(path)) return new URL(pagePath(`${path}.html`) + fragment(result.anchor), root).href;
+  return new URL(pagePath(path) + (result.pageStart ? `#page=${result.pageStart}` : ''), root).href;
+}
+
+/**
+ * A document path (or a page path made from one) as a URL relative to the site root: `./`
+ * and each segment percent-encoded, so it can only name a page below the root. Resolved with
+ * `new URL(pagePath(p), root)`, `javascript:x.md` is the page of that name, never script, and
+ * `//elsewhere/x` stays on the site. Build `href` functions from it.
+ */
+export function pagePath(path) {
+  return `./${String(path).split('/').map(encodeURIComponent).join('/')}`;
+}
+
+/**
+ * Where a result may take the reader: an http(s) URL on this site's origin, or on one of
+ * `allowedOrigins` (the `allowedOrigins` option, for docs served from another host). Anything
+ * else (`javascript:`, `data:`, another site) gives null, whoever built the href.
+ */
+export function navigableHref(href, allowedOrigins = []) {
+  let url;
+  try {
+    url = new URL(href, document.baseURI);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (url.origin !== location.origin && !allowedOrigins.includes(url.origin)) return null;
+  return url.href;
 }
 
 function fragment(anchor) {
@@ -117,7 +144,9 @@ let ids = 0;
 export class DocloupeSearch extends HTMLElement {
   /**
    * Options for every element without its own attributes: {bundle, models, kernels, href, root,
-   * serviceWorker} (`serviceWorker`: the URL of the worker precache.mjs wrote, for offline use).
+   * allowedOrigins, serviceWorker} (`serviceWorker`: the URL of the worker precache.mjs wrote,
+   * for offline use; `allowedOrigins`: other origins results may open, e.g.
+   * `['https://docs.example.com']`; by default only the page's own).
    */
   static configure(options) {
     defaults = { ...defaults, ...options };
@@ -486,7 +515,13 @@ export class DocloupeSearch extends HTMLElement {
     saveRecent(this.$input.value.trim());
     const o = this.#options;
     const root = new URL(o.root ?? '/', document.baseURI);
-    const href = o.href ? o.href(res) : defaultHref(res, root);
+    const wanted = o.href ? o.href(res) : defaultHref(res, root);
+    const href = navigableHref(wanted, o.allowedOrigins);
+    if (!href) {
+      console.warn(`docloupe: not opening ${JSON.stringify(String(wanted))}: only http(s) pages of this site`);
+      this.#showStatus('This result cannot be opened: its link leaves the site.', 'error');
+      return;
+    }
     this.close();
     this.dispatchEvent(new CustomEvent('docloupe-navigate', { detail: { result: res, href }, bubbles: true }));
     window.location.assign(href);

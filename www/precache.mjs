@@ -6,9 +6,10 @@
 // those; `--exclude PREFIX` leaves out URLs that start with PREFIX (e.g. /www/pkg/portable/);
 // `--lazy PREFIX` marks URLs under PREFIX to be cached only once a reader starts searching
 // (the engine, the bundle, the models), not when the worker installs.
-// Dotfiles are skipped. The output is written atomically and is a pure function of the files'
-// bytes, so an unchanged site gives an unchanged worker (and browsers keep their caches).
-import { createHash } from 'node:crypto';
+// Dotfiles are skipped. The output is written atomically (never through a planted symlink)
+// and is a pure function of the files' bytes, so an unchanged site gives an unchanged worker
+// (and browsers keep their caches).
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -66,13 +67,43 @@ export async function manifest(mounts, excludes = [], lazy = []) {
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
+/**
+ * Writes `out` through a temporary file beside it: created exclusively ('wx') under a random
+ * name, so a symlink planted at a predictable name is never followed; synced, renamed over
+ * `out`, and the directory synced so the new name survives a crash.
+ */
+async function writeAtomically(out, data) {
+  const dir = path.dirname(out);
+  const tmp = path.join(dir, `.${path.basename(out)}.${randomBytes(8).toString('hex')}.tmp`);
+  const file = await fs.open(tmp, 'wx', 0o644);
+  try {
+    await file.writeFile(data);
+    await file.sync();
+  } catch (e) {
+    await file.close();
+    await fs.rm(tmp, { force: true });
+    throw e;
+  }
+  await file.close();
+  try {
+    await fs.rename(tmp, out);
+  } catch (e) {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  }
+  const d = await fs.open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
+}
+
 export async function writeServiceWorker(out, mounts, { exclude = [], lazy = [] } = {}) {
   const files = (await manifest(mounts, exclude, lazy)).filter(([url]) => url !== `/${path.basename(out)}`);
   const version = createHash('sha256').update(JSON.stringify(files)).digest('hex').slice(0, 16);
   const source = `self.DOCLOUPE_PRECACHE = ${JSON.stringify({ version, files })};\n${await fs.readFile(RUNTIME, 'utf8')}`;
-  const tmp = `${out}.${process.pid}.tmp`;
-  await fs.writeFile(tmp, source);
-  await fs.rename(tmp, out);
+  await writeAtomically(out, source);
   const bytes = (rows) => rows.reduce((n, f) => n + f[2], 0);
   return { version, files: files.length, bytes: bytes(files), installBytes: bytes(files.filter((f) => !f[3])) };
 }

@@ -5,7 +5,7 @@
 //   node www/serve.mjs [--port 8080] [--brotli-cache DIR] [--csp] /=SITE /www/=www [--no-compress] /models/=DIR ...
 // (--no-compress applies to the mounts after it: model weights barely compress, and brotli 11
 // on them takes minutes.)
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
@@ -52,8 +52,9 @@ const PRECOMPRESSED = new Set(['.pf_meta', '.pf_index', '.pf_fragment', '.pf_fil
 
 /**
  * Starts the server. `roots` maps URL prefixes ('/', '/pagefind/') to directories; the
- * longest matching prefix wins. A root may be `{dir, compress: false}` to send its files
- * uncompressed (e.g. fp32 model weights: brotli 11 runs at ~1 MB/s and saves ~8% on them).
+ * longest matching prefix wins. A root may be `{dir, compress: false, headers}`: its files
+ * are sent uncompressed (e.g. fp32 model weights: brotli 11 runs at ~1 MB/s and saves ~8% on
+ * them) and with extra headers (e.g. a Cache-Control of their own).
  * With `brotliCacheDir`, compressed bodies are also kept on disk, keyed by content hash,
  * so a later run does not pay for brotli 11 on multi-megabyte wasm files again.
  * `headers` are added to every response (e.g. a Content-Security-Policy).
@@ -63,20 +64,37 @@ const PRECOMPRESSED = new Set(['.pf_meta', '.pf_index', '.pf_fragment', '.pf_fil
 export async function startServer(roots, { brotliCacheDir, port = 0, headers: extraHeaders = {} } = {}) {
   const mounts = Object.entries(roots)
     .map(([prefix, root]) => {
-      const { dir, compress = true } = typeof root === 'string' ? { dir: root } : root;
-      return { prefix, dir: path.resolve(dir), compress };
+      const { dir, compress = true, headers = {} } = typeof root === 'string' ? { dir: root } : root;
+      return { prefix, dir: path.resolve(dir), compress, headers };
     })
     .sort((a, b) => b.prefix.length - a.prefix.length);
   const brotliMemo = new Map(); // file path → Promise<Buffer>, per mtime+size
   let list = [];
 
+  // Each mount's real path: a file is served only if its own real path lies inside it, so a
+  // symlink in a served folder cannot hand out /etc/passwd.
+  for (const m of mounts) m.real = await fs.realpath(m.dir).catch(() => m.dir);
+  const inside = (root, file) => {
+    const rel = path.relative(root, file);
+    return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+  };
   const resolveFile = (pathname) => {
     const mount = mounts.find((m) => pathname.startsWith(m.prefix));
-    if (!mount) return null;
+    if (!mount || pathname.includes('\0')) return null;
     const file = path.join(mount.dir, pathname.slice(mount.prefix.length));
-    const rel = path.relative(mount.dir, file);
-    if (rel.startsWith('..') || path.isAbsolute(rel)) return null;
-    return { file, compress: mount.compress };
+    if (!inside(mount.dir, file)) return null;
+    return { file, compress: mount.compress, root: mount.real, headers: mount.headers };
+  };
+  /** The real path of `target.file` when it stays inside its mount, else null. */
+  const confined = async (target) => {
+    const real = await fs.realpath(target.file).catch(() => null);
+    return real && inside(target.root, real) ? real : null;
+  };
+  // Only requests addressed to this server by a loopback name: a DNS-rebinding page on
+  // another name that resolves to 127.0.0.1 gets nothing.
+  const hostOk = (host) => {
+    const port = server.address().port;
+    return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(String(host ?? '').toLowerCase());
   };
 
   const brotli = (file, stat, raw) => {
@@ -87,23 +105,36 @@ export async function startServer(roots, { brotliCacheDir, port = 0, headers: ex
 
   const server = http.createServer(async (req, res) => {
     try {
+      if (!hostOk(req.headers.host)) {
+        send(req, res, 403, { 'Content-Type': 'text/plain' }, Buffer.from('forbidden: unknown host'));
+        return;
+      }
       const { pathname } = new URL(req.url, 'http://localhost');
-      const target = resolveFile(decodeURIComponent(pathname));
+      let decoded;
+      try {
+        decoded = decodeURIComponent(pathname);
+      } catch {
+        send(req, res, 400, { 'Content-Type': 'text/plain' }, Buffer.from('bad request: malformed URL'));
+        return;
+      }
+      const target = resolveFile(decoded);
       let stat = target && (await fs.stat(target.file).catch(() => null));
       if (stat?.isDirectory()) {
         target.file = path.join(target.file, 'index.html');
         stat = await fs.stat(target.file).catch(() => null);
       }
-      if (!stat?.isFile()) {
+      const real = stat?.isFile() && (await confined(target));
+      if (!real) {
         send(req, res, 404, { 'Content-Type': 'text/plain' }, Buffer.from('not found'));
         return;
       }
       const ext = path.extname(target.file);
-      const raw = await fs.readFile(target.file);
+      const raw = await fs.readFile(real);
       const headers = {
         'Content-Type': TYPES[ext] ?? OCTETS,
         'Cache-Control': 'public, max-age=3600',
         Vary: 'Accept-Encoding',
+        ...target.headers,
       };
       const acceptsBr = /\bbr\b/.test(req.headers['accept-encoding'] ?? '');
       if (acceptsBr && target.compress && !PRECOMPRESSED.has(ext)) {
@@ -116,8 +147,10 @@ export async function startServer(roots, { brotliCacheDir, port = 0, headers: ex
       }
       send(req, res, 200, headers, raw);
     } catch (err) {
-      if (!res.headersSent) send(req, res, 500, { 'Content-Type': 'text/plain' }, Buffer.from(String(err)));
-      else res.destroy(err);
+      // The detail goes to the log, never to the client.
+      console.error(`serve.mjs: ${req.url}: ${err?.stack ?? err}`);
+      if (!res.headersSent) send(req, res, 500, { 'Content-Type': 'text/plain' }, Buffer.from('internal error'));
+      else res.destroy();
     }
   });
 
@@ -165,8 +198,9 @@ async function compressCached(raw, cacheDir) {
   if (cached) {
     // Write-then-rename, so a run killed mid-write leaves no truncated entry behind.
     await fs.mkdir(cacheDir, { recursive: true });
-    await fs.writeFile(`${cached}.tmp`, body);
-    await fs.rename(`${cached}.tmp`, cached);
+    const tmp = `${cached}.${randomBytes(8).toString('hex')}.tmp`;
+    await fs.writeFile(tmp, body, { flag: 'wx' });
+    await fs.rename(tmp, cached);
   }
   return body;
 }

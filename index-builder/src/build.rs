@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use anyhow::{bail, Context, Result};
 use docloupe::analyze::Language;
 use docloupe::bundle::Citation;
-use docloupe::embed::{sha256_hex, Embedder, ModelInfo};
+use docloupe::embed::{sha256_hex, Embedder, ModelFiles, ModelInfo};
 use docloupe::index::{
     build_bundle, chunk_id, embedding_input, BuildOptions, Embedding, SourceChunk, SourceDocument,
 };
@@ -19,15 +19,15 @@ use serde::Serialize;
 
 use crate::chunk::{chunk_section, EstimateCounter, PlannedChunk, TokenCounter};
 use crate::cite::{MetadataWarning, References};
-use crate::convert::convert;
 use crate::ingest::discover;
+use crate::isolate::convert_isolated;
 
 pub struct BuildConfig {
     pub input: PathBuf,
     pub output: PathBuf,
     pub project: Option<String>,
-    /// `None`: build without embeddings (fulltext only).
-    pub embedder: Option<Embedder>,
+    /// The embedding model, or none (fulltext only), or the choice left to the collection.
+    pub model: ModelChoice,
     pub lang: Option<Language>,
     pub hnsw_threshold: usize,
     pub progress: bool,
@@ -38,7 +38,26 @@ pub struct BuildConfig {
     /// Replace `output` even when it was built with another embedding model (or is not a
     /// bundle at all).
     pub force_rebuild: bool,
+    /// What converting one PDF, DOCX or spreadsheet may take (a child process each).
+    pub convert_limits: crate::isolate::Limits,
 }
+
+/// Which embedding model a build uses.
+pub enum ModelChoice {
+    /// No vectors: fulltext only (`--no-embeddings`).
+    None,
+    /// This one (`--model minilm|e5-multilingual|DIR`).
+    Fixed(Box<Embedder>),
+    /// `--model auto`: the multilingual model when at least [`AUTO_MULTILINGUAL_SHARE`] of
+    /// the documents are not in English, else the English one (smaller and faster).
+    Auto {
+        english: PathBuf,
+        multilingual: PathBuf,
+    },
+}
+
+/// The share of non-English documents from which `--model auto` takes the multilingual model.
+pub const AUTO_MULTILINGUAL_SHARE: f64 = 0.05;
 
 /// The JSON report printed after a build.
 #[derive(Debug, Serialize)]
@@ -48,6 +67,9 @@ pub struct IngestResult {
     pub documents_processed: usize,
     pub duration_seconds: f64,
     pub embed_model: Option<String>,
+    /// Why that model (`--model auto` says what it counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embed_model_reason: Option<String>,
     pub bundle_path: String,
     pub bundle_bytes: usize,
     /// Chunks run through the embedding model in this build.
@@ -71,7 +93,7 @@ impl TokenCounter for TokenizerCounter<'_> {
     }
 }
 
-pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
+pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     let started = Instant::now();
     let mut warnings = Vec::new();
     if !cfg.input.is_dir() {
@@ -90,9 +112,6 @@ pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
         );
     }
 
-    let model = cfg.embedder.as_ref().map(|e| e.info().clone());
-    let mut reuse = previous_bundle(&cfg, model.as_ref(), &mut warnings)?;
-
     let files = discover(&cfg.input, &mut warnings);
     if files.is_empty() {
         bail!(
@@ -101,26 +120,64 @@ pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
         );
     }
     let bar = progress_bar(cfg.progress, files.len() as u64, "reading");
-
-    // Ingest + chunk, in parallel; the result is put back in path order.
-    let counter: Box<dyn TokenCounter + Sync> = match &cfg.embedder {
-        Some(e) => Box::new(TokenizerCounter(e)),
-        None => Box::new(EstimateCounter),
-    };
-    let max_tokens = cfg
-        .embedder
-        .as_ref()
-        .map_or(256, |e| e.info().max_tokens as usize);
-    let parsed: Vec<(Option<ReadDocument>, Vec<String>)> = files
+    // Convert in parallel (binary formats each in an isolated child); the result is put back
+    // in path order.
+    let converted: Vec<(Option<Converted>, Vec<String>)> = files
         .par_iter()
         .map(|file| {
             let mut w = Vec::new();
-            let doc = read_document(file, &cfg, max_tokens, counter.as_ref(), &mut w);
+            let doc = convert_file(file, &cfg, &mut w);
             bar.inc(1);
             (doc, w)
         })
         .collect();
     bar.finish_and_clear();
+
+    // The model, now that the collection's languages are known.
+    let (embedder, embed_model_reason) = match std::mem::replace(&mut cfg.model, ModelChoice::None)
+    {
+        ModelChoice::None => (None, None),
+        ModelChoice::Fixed(e) => (Some(*e), None),
+        ModelChoice::Auto {
+            english,
+            multilingual,
+        } => {
+            let read: Vec<&Converted> = converted.iter().filter_map(|c| c.0.as_ref()).collect();
+            let other = read.iter().filter(|c| c.lang != Language::En).count();
+            let share = other as f64 / read.len().max(1) as f64;
+            let (dir, why) = if share >= AUTO_MULTILINGUAL_SHARE {
+                (multilingual, "multilingual")
+            } else {
+                (english, "English only")
+            };
+            let reason = format!(
+                "auto: {other} of {} documents are not in English ({why} model)",
+                read.len()
+            );
+            let files = ModelFiles::from_dir(&dir).with_context(|| {
+                format!("{reason}, but that model is missing (run `make models`, or pass --model)")
+            })?;
+            (Some(Embedder::new(&files)?), Some(reason))
+        }
+    };
+    let model = embedder.as_ref().map(|e| e.info().clone());
+    let mut reuse = previous_bundle(&cfg, model.as_ref(), &mut warnings)?;
+
+    // Chunk to the model's window, in parallel.
+    let counter: Box<dyn TokenCounter + Sync> = match &embedder {
+        Some(e) => Box::new(TokenizerCounter(e)),
+        None => Box::new(EstimateCounter),
+    };
+    let max_tokens = embedder
+        .as_ref()
+        .map_or(256, |e| e.info().max_tokens as usize);
+    let parsed: Vec<(Option<ReadDocument>, Vec<String>)> = converted
+        .into_par_iter()
+        .map(|(c, mut w)| {
+            let doc = c.and_then(|c| plan_document(c, &cfg, max_tokens, counter.as_ref(), &mut w));
+            (doc, w)
+        })
+        .collect();
 
     let mut docs = Vec::new();
     let mut planned = Vec::new();
@@ -164,7 +221,7 @@ pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
         }
     }
     let chunks_reused = slots.iter().filter(|s| s.is_ok()).count();
-    let chunks_embedded = if cfg.embedder.is_some() {
+    let chunks_embedded = if embedder.is_some() {
         slots.len() - chunks_reused
     } else {
         0
@@ -173,7 +230,7 @@ pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
     // shapes, so only unbatched embedding makes a vector a function of its text alone
     // (identical chunks get identical vectors, and vectors can be reused across builds). It
     // is also faster here: on 1,535 rust-book chunks, 63 s unbatched vs 73 s in batches of 16.
-    let vectors: Vec<Option<Embedding>> = match &cfg.embedder {
+    let vectors: Vec<Option<Embedding>> = match &embedder {
         None => vec![None; slots.len()],
         Some(embedder) => {
             let bar = progress_bar(cfg.progress, chunks_embedded as u64, "embedding");
@@ -182,7 +239,7 @@ pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
                 .map(|slot| match slot {
                     Ok(reused) => Ok(Some(reused)),
                     Err(text) => {
-                        let v = embedder.embed(&text);
+                        let v = embedder.embed_passage(&text);
                         bar.inc(1);
                         v.map(|v| Some(Embedding::Fresh(v)))
                     }
@@ -225,6 +282,7 @@ pub fn run(cfg: BuildConfig) -> Result<IngestResult> {
         documents_processed,
         duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         embed_model: opts.model.map(|m| m.id),
+        embed_model_reason,
         bundle_path: cfg.output.display().to_string(),
         bundle_bytes: bytes.len(),
         chunks_embedded,
@@ -347,13 +405,22 @@ fn previous_bundle(
 /// names.
 type ReadDocument = (SourceDocument, Vec<PlannedChunk>, Option<String>);
 
-fn read_document(
+/// A file read and converted, before chunking (which needs the model's tokenizer).
+struct Converted {
+    file: crate::ingest::SourceFile,
+    conversion: crate::convert::ConversionResult,
+    /// The language of the file as a whole (front matter, `--lang`, or detected): what
+    /// `--model auto` counts; the document's recorded language is decided from its chunks.
+    lang: Language,
+    /// The text of a text file, for language detection.
+    text: Option<String>,
+}
+
+fn convert_file(
     file: &crate::ingest::SourceFile,
     cfg: &BuildConfig,
-    max_tokens: usize,
-    counter: &dyn TokenCounter,
     warnings: &mut Vec<String>,
-) -> Option<ReadDocument> {
+) -> Option<Converted> {
     let bytes = match std::fs::read(&file.abs) {
         Ok(b) => b,
         Err(e) => {
@@ -373,15 +440,63 @@ fn read_document(
     let stem = Path::new(&file.rel)
         .file_stem()
         .map_or_else(|| file.rel.clone(), |s| s.to_string_lossy().into_owned());
-    let converted = match convert(file.format, &bytes, &stem, &file.rel, warnings) {
+    let conversion = match convert_isolated(
+        file.format,
+        &bytes,
+        &stem,
+        &file.rel,
+        warnings,
+        cfg.convert_limits,
+    ) {
         Ok(c) => c,
         Err(why) => {
             warnings.push(format!("{}: skipped, {why}", file.rel));
             return None;
         }
     };
-    let doc = converted.doc;
-    let paged = !converted.page_map.pages.is_empty();
+    let text = file
+        .format
+        .is_text()
+        .then(|| String::from_utf8_lossy(&bytes).into_owned());
+    let lang = cfg
+        .lang
+        .or(conversion.doc.front.lang)
+        .unwrap_or_else(|| match &text {
+            Some(t) => Language::detect(t),
+            None => {
+                let blocks: Vec<&str> = conversion
+                    .doc
+                    .sections
+                    .iter()
+                    .flat_map(|s| &s.blocks)
+                    .map(|b| b.text.as_str())
+                    .collect();
+                Language::detect(&blocks.join("\n"))
+            }
+        });
+    Some(Converted {
+        file: file.clone(),
+        conversion,
+        lang,
+        text,
+    })
+}
+
+fn plan_document(
+    converted: Converted,
+    cfg: &BuildConfig,
+    max_tokens: usize,
+    counter: &dyn TokenCounter,
+    warnings: &mut Vec<String>,
+) -> Option<ReadDocument> {
+    let Converted {
+        file,
+        conversion,
+        text,
+        ..
+    } = converted;
+    let doc = conversion.doc;
+    let paged = !conversion.page_map.pages.is_empty();
     let mut chunks = Vec::new();
     for section in &doc.sections {
         let mut path = vec![doc.title.clone()];
@@ -400,10 +515,9 @@ fn read_document(
             }
         }
     }
-    let lang = cfg.lang.or(doc.front.lang).unwrap_or_else(|| {
-        if file.format.is_text() {
-            Language::detect(&String::from_utf8_lossy(&bytes))
-        } else {
+    let lang = cfg.lang.or(doc.front.lang).unwrap_or_else(|| match &text {
+        Some(t) => Language::detect(t),
+        None => {
             let text: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
             Language::detect(&text.join("\n"))
         }
@@ -416,7 +530,7 @@ fn read_document(
     }
     let source = SourceDocument {
         path: file.rel.clone(),
-        doc_id: converted.doc_id,
+        doc_id: conversion.doc_id,
         title: doc.title,
         description: doc.front.description,
         doc_type: file.format.doc_type().into(),
@@ -437,64 +551,135 @@ fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Writes to a temporary file beside `path`, syncs, then renames over it: readers see the old
-/// bundle or the new one, never half of one.
+/// bundle or the new one, never half of one. The temporary file is created exclusively under
+/// a random name (`tempfile`), so a symlink planted at a predictable name is never followed
+/// (a `.name.PID.tmp` opened with `File::create` truncated its target); the directory is
+/// synced after the rename so the new name survives a crash.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = parent_dir(path);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "bundle".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempfile_in(&dir)?;
+        tmp.write_all(bytes)?;
+        readable(tmp.as_file(), 0o644)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        sync_dir(&dir)
     })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
-    }
-    Ok(())
+    result.with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Writes `files` (relative paths, `/`-separated) into a fresh directory beside `dir`, syncs them, then swaps it in for `dir`:
-/// readers see the old set of files or the new one, never a mix (a split bundle's shards
-/// must all come from one bundle).
-pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
+/// The file `write_dir_atomically` leaves in every directory it writes, naming the command:
+/// only a directory holding it (or an empty one) is ever replaced.
+pub const OUTPUT_MARKER: &str = ".docloupe-output";
+
+/// Writes `files` (relative paths, `/`-separated) into a fresh directory beside `dir`, syncs
+/// them, then swaps it in for `dir`: readers see the old set of files or the new one, never a
+/// mix (a split bundle's shards must all come from one bundle). The fresh directory has a
+/// random name and is ours alone; an existing `dir` is replaced only when it is empty or an
+/// earlier output of `what` (`split`, `site`: its [`OUTPUT_MARKER`] says so), never a folder
+/// of someone's files.
+pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)], what: &str) -> Result<()> {
     let parent = parent_dir(dir);
+    std::fs::create_dir_all(&parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let meta = std::fs::symlink_metadata(dir).ok();
+    if let Some(meta) = &meta {
+        let ours = meta.is_dir()
+            && (std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
+                || std::fs::read_to_string(dir.join(OUTPUT_MARKER))
+                    .is_ok_and(|m| m.trim() == format!("index-builder {what}")));
+        if !ours {
+            bail!(
+                "refusing to replace {}: it is not empty and not an earlier `index-builder {what}` output (remove it, or choose another --out)",
+                dir.display()
+            );
+        }
+    }
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "split".into());
-    let tmp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
-    let old = parent.join(format!(".{name}.{}.old", std::process::id()));
+        .unwrap_or_else(|| what.into());
     let result = (|| -> std::io::Result<()> {
-        std::fs::create_dir_all(&tmp)?;
-        for (file, bytes) in files {
-            if let Some(sub) = Path::new(file).parent() {
-                std::fs::create_dir_all(tmp.join(sub))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .tempdir_in(&parent)?;
+        let marker = (
+            OUTPUT_MARKER.to_owned(),
+            format!("index-builder {what}\n").into_bytes(),
+        );
+        for (file, bytes) in files.iter().chain(std::iter::once(&marker)) {
+            let target = tmp.path().join(file);
+            if let Some(sub) = target.parent() {
+                std::fs::create_dir_all(sub)?;
             }
-            let mut f = std::fs::File::create(tmp.join(file))?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&target)?;
             f.write_all(bytes)?;
+            readable(&f, 0o644)?;
             f.sync_all()?;
         }
-        if dir.exists() {
-            std::fs::rename(dir, &old)?;
+        readable(&std::fs::File::open(tmp.path())?, 0o755)?;
+        let old = meta
+            .is_some()
+            .then(|| parent.join(format!(".{name}.{:016x}.old", rand_suffix())));
+        if let Some(old) = &old {
+            std::fs::rename(dir, old)?;
         }
-        std::fs::rename(&tmp, dir)?;
-        if old.exists() {
-            std::fs::remove_dir_all(&old)?;
+        let tmp = tmp.keep();
+        if let Err(e) = std::fs::rename(&tmp, dir) {
+            if let Some(old) = &old {
+                let _ = std::fs::rename(old, dir);
+            }
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+        sync_dir(&parent)?;
+        if let Some(old) = &old {
+            std::fs::remove_dir_all(old)?;
         }
         Ok(())
     })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_dir_all(&tmp);
-        if old.exists() && !dir.exists() {
-            let _ = std::fs::rename(&old, dir);
-        }
-        return Err(e).with_context(|| format!("cannot write {}", dir.display()));
+    result.with_context(|| format!("cannot write {}", dir.display()))
+}
+
+/// A random 64-bit number for a temporary name (from the standard library's randomly keyed
+/// hasher: no extra crate).
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id() as u64);
+    h.finish()
+}
+
+/// Sets `f`'s permission bits (temporary files are created 0600; a bundle or a site is read
+/// by other users, such as a web server).
+fn readable(f: &std::fs::File, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
     }
+    #[cfg(not(unix))]
+    let _ = (f, mode);
+    Ok(())
+}
+
+/// Makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
     Ok(())
 }
 
@@ -510,4 +695,43 @@ fn progress_bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
     );
     bar.set_message(what);
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (files): the temporary bundle was `.{name}.{pid}.tmp`, opened with
+    /// `File::create`, which follows a symlink planted at that name and truncates its target.
+    #[test]
+    #[cfg(unix)]
+    fn a_symlink_planted_at_a_predictable_temp_name_is_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim.txt");
+        std::fs::write(&victim, "precious").unwrap();
+        let pid = std::process::id();
+        for name in [
+            format!(".docs.bundle.{pid}.tmp"),
+            format!(".site.{pid}.tmp"),
+        ] {
+            std::os::unix::fs::symlink(&victim, tmp.path().join(name)).unwrap();
+        }
+        let out = tmp.path().join("docs.bundle");
+        write_atomically(&out, b"bundle bytes").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"bundle bytes");
+        let site = tmp.path().join("site");
+        write_dir_atomically(&site, &[("a.html".into(), b"<p>a</p>".to_vec())], "site").unwrap();
+        assert!(site.join("a.html").is_file() && site.join(OUTPUT_MARKER).is_file());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        // What others read: a bundle and a site are not private temp files.
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        assert_eq!(
+            std::fs::metadata(&site).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+    }
 }

@@ -69,6 +69,21 @@ impl Format {
         }
     }
 
+    /// The format whose [`Format::doc_type`] is `t`.
+    pub fn from_doc_type(t: &str) -> Option<Format> {
+        [
+            Format::Markdown,
+            Format::Text,
+            Format::Pdf,
+            Format::Docx,
+            Format::Xlsx,
+            Format::Xls,
+            Format::Ods,
+        ]
+        .into_iter()
+        .find(|f| f.doc_type() == t)
+    }
+
     /// Markdown and text are read as UTF-8; the others are converted from their container.
     pub fn is_text(self) -> bool {
         matches!(self, Format::Markdown | Format::Text)
@@ -185,11 +200,24 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
         let Ok(rel) = path.strip_prefix(root) else {
             continue;
         };
-        let rel = rel
+        let Some(parts) = rel
             .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
+            .map(|c| c.as_os_str().to_str())
+            .collect::<Option<Vec<_>>>()
+        else {
+            warnings.push(format!(
+                "{}: skipped, its name is not UTF-8",
+                rel.to_string_lossy()
+            ));
+            continue;
+        };
+        let rel = parts.join("/");
+        // Its path becomes a link on readers' pages: one a browser would read as a scheme
+        // (`javascript:x.md`) or a way out of the site is never indexed (and never loads).
+        if let Some(why) = docloupe::bundle::document_path_problem(&rel) {
+            warnings.push(format!("{rel:?}: skipped, its path {why}"));
+            continue;
+        }
         files.push(SourceFile {
             format: Format::of(path).expect("filtered above"),
             abs: path.to_path_buf(),
@@ -201,7 +229,7 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
 }
 
 /// Front matter fields docloupe understands.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FrontMatter {
     pub title: Option<String>,
     pub description: Option<String>,
@@ -216,7 +244,7 @@ pub struct FrontMatter {
 }
 
 /// A run of text from one top-level markdown block.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Block {
     pub text: String,
     /// 1-based, inclusive.
@@ -227,7 +255,7 @@ pub struct Block {
 }
 
 /// The text under one heading (or before the first heading).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Section {
     /// Headings from the top of the page down to this one (not including the page title
     /// unless a heading differs from it).
@@ -236,7 +264,7 @@ pub struct Section {
     pub blocks: Vec<Block>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ParsedDoc {
     pub front: FrontMatter,
     pub title: String,
@@ -247,7 +275,7 @@ pub struct ParsedDoc {
 }
 
 /// One entry of a document's heading tree.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Heading {
     /// 1 = top.
     pub level: u8,
@@ -494,6 +522,8 @@ impl LineIndex {
 #[derive(Default)]
 pub struct Slugger {
     seen: HashMap<String, usize>,
+    /// Suffixed candidates tried so far (the regression test counts them).
+    probes: usize,
 }
 
 impl Slugger {
@@ -511,16 +541,19 @@ impl Slugger {
         self.reserve(&base)
     }
 
+    /// `base`, or the first free `base-N` after the last one handed out for `base` (github-
+    /// slugger's rule). The counter per base only grows, so `## a-1 … ## a-N` followed by N
+    /// × `## a` costs N steps in all, not N² (each repeat used to walk the taken suffixes
+    /// again).
     pub(crate) fn reserve(&mut self, base: &str) -> String {
         let mut candidate = base.to_owned();
-        while let Some(n) = self.seen.get(&candidate).copied() {
-            self.seen.insert(candidate.clone(), n + 1);
-            candidate = format!("{base}-{}", n + 1);
-            if !self.seen.contains_key(&candidate) {
-                break;
-            }
+        while self.seen.contains_key(&candidate) {
+            let n = self.seen.entry(base.to_owned()).or_insert(0);
+            *n += 1;
+            candidate = format!("{base}-{n}");
+            self.probes += 1;
         }
-        self.seen.entry(candidate.clone()).or_insert(0);
+        self.seen.insert(candidate.clone(), 0);
         candidate
     }
 }
@@ -551,29 +584,64 @@ fn split_front_matter(source: &str, warnings: &mut Vec<String>, rel: &str) -> (F
     (FrontMatter::default(), start)
 }
 
+/// Counts YAML alias nodes (`*name`) without building the document.
+#[derive(Default)]
+struct AliasCounter(usize);
+
+impl yaml_rust2::parser::EventReceiver for AliasCounter {
+    fn on_event(&mut self, ev: yaml_rust2::parser::Event) {
+        if matches!(ev, yaml_rust2::parser::Event::Alias(_)) {
+            self.0 += 1;
+        }
+    }
+}
+
+/// Whether `yaml` uses aliases. The loader expands each alias into a copy of its anchor, so
+/// 500 bytes of nested aliases ("billion laughs") become gigabytes; the event stream, read
+/// first, stays as small as the text.
+fn has_aliases(yaml: &str) -> bool {
+    let mut counter = AliasCounter::default();
+    // A scan error surfaces again in the real load below.
+    let _ = yaml_rust2::parser::Parser::new_from_str(yaml).load(&mut counter, true);
+    counter.0 > 0
+}
+
 fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> FrontMatter {
-    let docs = match YamlLoader::load_from_str(yaml) {
+    let loaded = if has_aliases(yaml) {
+        Err("it uses YAML aliases (*name), which docloupe does not expand".to_owned())
+    } else {
+        YamlLoader::load_from_str(yaml).map_err(|e| format!("it is not valid YAML ({e})"))
+    };
+    let docs = match loaded {
         Ok(d) => d,
         Err(e) => {
             // Real docs sets carry front matter that only lenient parsers accept (e.g. a flow
             // list continued at column 1). Keep what is unambiguous: the scalar lines.
             warnings.push(format!(
-                "{rel}: front matter is not valid YAML ({e}); only its simple `key: value` lines were read"
+                "{rel}: front matter was not loaded: {e}; only its simple `key: value` lines were read"
             ));
             let simple: String = yaml
                 .lines()
                 .filter(|l| {
-                    let key = l.split(':').next().unwrap_or("");
+                    let Some((key, value)) = l.split_once(": ") else {
+                        return false;
+                    };
+                    // A scalar: no flow collection, no alias, after any anchor or tag.
+                    let value = value.trim_start();
+                    let value = match value.strip_prefix(['&', '!']) {
+                        Some(rest) => rest.split_once(' ').map_or("", |(_, v)| v).trim_start(),
+                        None => value,
+                    };
                     !l.starts_with([' ', '\t', '-', '"', '[', '#'])
-                        && l.contains(": ")
-                        && !l.contains(": [")
-                        && !l.contains(": {")
+                        && !value.starts_with(['[', '{', '*', '&', '!'])
                         && key
                             .chars()
                             .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-'))
                 })
                 .map(|l| format!("{l}\n"))
                 .collect();
+            // Simple lines hold scalars only (no collection, no alias), so nothing in them can
+            // multiply.
             match YamlLoader::load_from_str(&simple) {
                 Ok(d) => d,
                 Err(_) => return FrontMatter::default(),
@@ -785,6 +853,37 @@ mod tests {
         assert_eq!(s.slug("Установка пакета"), "установка-пакета");
         assert_eq!(s.slug("Hello, World!"), "hello-world-1");
         assert_eq!(s.slug("`npm ci` vs. install"), "npm-ci-vs-install");
+        // Collisions with explicit suffixes follow github-slugger: the counter per base
+        // skips taken names and only grows.
+        let mut s = Slugger::default();
+        let got: Vec<String> = ["a-1", "a", "a", "a", "a-1", "a-2"]
+            .iter()
+            .map(|h| s.slug(h))
+            .collect();
+        assert_eq!(got, ["a-1", "a", "a-2", "a-3", "a-1-1", "a-2-1"]);
+    }
+
+    /// Regression (hostile documents): `## a-1 … ## a-N` then N × `## a` took quadratic
+    /// time (169 KB of markdown: 29.5 s). The suffixes tried now number at most one per
+    /// heading in all.
+    #[test]
+    fn colliding_headings_slug_in_linear_steps() {
+        let n = 20_000;
+        let mut s = Slugger::default();
+        let mut anchors = std::collections::BTreeSet::new();
+        for i in 1..=n {
+            anchors.insert(s.slug(&format!("a-{i}")));
+        }
+        for _ in 0..n {
+            anchors.insert(s.slug("a"));
+        }
+        assert_eq!(anchors.len(), 2 * n, "every heading has its own anchor");
+        assert!(
+            s.probes <= 2 * n,
+            "{} suffixes tried for {} headings",
+            s.probes,
+            2 * n
+        );
     }
 
     #[test]
@@ -810,6 +909,37 @@ mod tests {
         assert_eq!(doc.title, "take_view class");
         assert_eq!(doc.front.description.as_deref(), Some("API reference."));
         assert_eq!(doc.front.date.as_deref(), Some("2022-10-19"));
+    }
+
+    /// Regression (hostile documents): 506 bytes of nested YAML aliases ran the build out of
+    /// memory. Front matter with aliases is read by its simple lines only.
+    #[test]
+    fn a_yaml_alias_bomb_is_not_expanded() {
+        let mut yaml = String::from("title: Bomb\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        for (i, name) in ["b", "c", "d", "e", "f", "g", "h", "i"].iter().enumerate() {
+            let prev = ["a", "b", "c", "d", "e", "f", "g", "h"][i];
+            yaml.push_str(&format!(
+                "{name}: &{name} [{}]\n",
+                vec![format!("*{prev}"); 9].join(",")
+            ));
+        }
+        let src = format!("---\n{yaml}---\n# Body\n\ntext\n");
+        assert!(src.len() < 700, "{}", src.len());
+        let mut w = Vec::new();
+        let doc = parse_markdown(&src, "s", &mut w, "bomb.md");
+        assert_eq!(doc.title, "Bomb");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("aliases"), "{w:?}");
+        // Plain front matter still loads in full.
+        let mut w = Vec::new();
+        let doc = parse_markdown(
+            "---\ntitle: T\ntags:\n  - a\n  - b\n---\nx\n",
+            "s",
+            &mut w,
+            "x.md",
+        );
+        assert_eq!(doc.front.tags, ["a", "b"]);
+        assert!(w.is_empty());
     }
 
     #[test]

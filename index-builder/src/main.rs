@@ -1,12 +1,7 @@
 //! `index-builder`: turns a folder of documents (markdown, text, PDF, DOCX, spreadsheets)
 //! into a docloupe bundle.
 
-mod build;
-mod chunk;
-mod cite;
-mod convert;
-mod ingest;
-mod site;
+use index_builder::{build, cite, ingest, isolate, site};
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -15,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use docloupe::analyze::Language;
-use docloupe::embed::default_model_dir;
+use docloupe::embed::{models_root, KNOWN_MODELS};
 use docloupe::{Embedder, ModelFiles};
 
 #[derive(Parser)]
@@ -38,6 +33,18 @@ enum Command {
     Convert {
         /// A markdown, text, PDF, DOCX or spreadsheet file.
         file: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Internal: converts one binary file read on stdin (the builder's isolated child).
+    #[command(hide = true)]
+    ConvertWorker {
+        #[arg(long)]
+        format: String,
+        #[arg(long)]
+        stem: String,
+        #[arg(long)]
+        rel: String,
     },
     /// Print a bundle's header and section sizes as JSON (verifies checksums).
     Inspect {
@@ -64,8 +71,13 @@ enum Command {
         #[arg(long, default_value = "Documentation")]
         title: String,
         /// A file of HTML put into every page's <head> (e.g. the search component's script).
+        /// Pages carry a strict Content-Security-Policy: no inline script or style here.
         #[arg(long)]
         head: Option<PathBuf>,
+        /// The Content-Security-Policy of every page (a <meta> tag); "" for none. The
+        /// default allows scripts, styles, workers and fetches from the site's own origin.
+        #[arg(long, default_value = site::DEFAULT_CSP, hide_default_value = true)]
+        csp: String,
     },
     /// Cut a bundle into the split layout a browser loads piece by piece (core.bin, lexical
     /// and fragment shards, the whole bundle for semantic search) in directory OUT, replaced
@@ -95,9 +107,16 @@ struct BuildArgs {
     /// Project the collection belongs to, as namespace/name.
     #[arg(long)]
     project: Option<String>,
-    /// Embedding model directory (from `make models`).
-    #[arg(long)]
-    model: Option<PathBuf>,
+    /// The embedding model: minilm (English, small and fast), e5-multilingual (≈100
+    /// languages, Russian included, cross-language; 2× slower), auto (e5-multilingual when at
+    /// least 5 % of the documents are not in English, else minilm), or a model directory.
+    /// Models come from `make models`.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "minilm|e5-multilingual|auto|DIR"
+    )]
+    model: String,
     /// Model arithmetic: fast (this CPU's SIMD kernels, which differ between CPU generations
     /// in the last bits) or portable (tract's generic kernels: the same vectors on every
     /// machine; 2–4× slower).
@@ -127,6 +146,29 @@ struct BuildArgs {
     /// Replace --out even if it was built with another embedding model (or is not a bundle).
     #[arg(long)]
     force_rebuild: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// What converting one PDF, DOCX or spreadsheet may take: each runs in a child process with
+/// these limits, and a file that passes one is skipped with a warning.
+#[derive(clap::Args)]
+struct LimitArgs {
+    /// Memory (address space) of one conversion, in MiB.
+    #[arg(long, default_value_t = isolate::Limits::default().memory_bytes >> 20, value_name = "MiB")]
+    convert_memory_mb: u64,
+    /// Time one conversion may take, in seconds.
+    #[arg(long, default_value_t = isolate::Limits::default().seconds, value_name = "SECONDS")]
+    convert_timeout: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> isolate::Limits {
+        isolate::Limits {
+            memory_bytes: self.convert_memory_mb.max(64) << 20,
+            seconds: self.convert_timeout.max(1),
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -148,13 +190,17 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build(args),
         Command::Inspect { bundle } => inspect(&bundle),
-        Command::Convert { file } => convert_one(&file),
+        Command::Convert { file, limits } => convert_one(&file, limits.limits()),
+        Command::ConvertWorker { format, stem, rel } => {
+            return isolate::worker(&format, &stem, &rel)
+        }
         Command::Site {
             dir,
             out,
             title,
             head,
-        } => site(&dir, &out, &title, head.as_deref()),
+            csp,
+        } => site(&dir, &out, &title, head.as_deref(), &csp),
         Command::Dump { bundle } => dump(&bundle),
         Command::Split {
             bundle,
@@ -194,17 +240,39 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `text` and a newline to stdout, as an error (never a panic, as `println!` does) when
+/// the reader has gone: `index-builder inspect b | head -1` ends quietly.
+fn print_line(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()?;
+    Ok(())
+}
+
 fn build(args: BuildArgs) -> Result<()> {
     if let Some(p) = &args.project {
         validate_project(p)?;
     }
     docloupe::embed::use_kernels(args.kernels)?;
-    let embedder = if args.no_embeddings {
-        None
+    let missing = "the embedding model is missing (run `make models`, pass --model DIR, or build with --no-embeddings)";
+    let files = |dir: &std::path::Path| ModelFiles::from_dir(dir).context(missing);
+    let named = |name: &str| {
+        KNOWN_MODELS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, dir, _)| models_root().join(dir))
+    };
+    let model = if args.no_embeddings {
+        build::ModelChoice::None
+    } else if args.model == "auto" {
+        build::ModelChoice::Auto {
+            english: named("minilm").expect("a known model"),
+            multilingual: named("e5-multilingual").expect("a known model"),
+        }
     } else {
-        let dir = args.model.clone().unwrap_or_else(default_model_dir);
-        let files = ModelFiles::from_dir(&dir).context("the embedding model is missing (run `make models`, pass --model DIR, or build with --no-embeddings)")?;
-        Some(Embedder::new(&files)?)
+        let dir = named(&args.model).unwrap_or_else(|| PathBuf::from(&args.model));
+        build::ModelChoice::Fixed(Box::new(Embedder::new(&files(&dir)?)?))
     };
     let mut warnings = Vec::new();
     let references = args
@@ -221,13 +289,14 @@ fn build(args: BuildArgs) -> Result<()> {
         input: args.dir,
         output: args.out,
         project: args.project,
-        embedder,
+        model,
         lang,
         hnsw_threshold: args.hnsw_threshold,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         references,
         incremental: args.incremental,
         force_rebuild: args.force_rebuild,
+        convert_limits: args.limits.limits(),
     })?;
     let mut report = report;
     warnings.append(&mut report.warnings);
@@ -235,11 +304,11 @@ fn build(args: BuildArgs) -> Result<()> {
     for w in &report.warnings {
         tracing::warn!("{w}");
     }
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    print_line(&serde_json::to_string_pretty(&report)?)?;
     Ok(())
 }
 
-fn convert_one(path: &std::path::Path) -> Result<()> {
+fn convert_one(path: &std::path::Path, limits: isolate::Limits) -> Result<()> {
     let format = ingest::Format::of(path).with_context(|| {
         format!(
             "{}: not a format index-builder reads (md, markdown, txt, pdf, docx, xlsx, xlsm, xls, ods)",
@@ -253,7 +322,7 @@ fn convert_one(path: &std::path::Path) -> Result<()> {
         .unwrap_or_default();
     let rel = path.display().to_string();
     let mut warnings = Vec::new();
-    let c = convert::convert(format, &bytes, &stem, &rel, &mut warnings)
+    let c = isolate::convert_isolated(format, &bytes, &stem, &rel, &mut warnings, limits)
         .map_err(|why| anyhow::anyhow!("{rel}: cannot be indexed: {why}"))?;
     let report = serde_json::json!({
         "docId": c.doc_id,
@@ -306,7 +375,7 @@ fn inspect(path: &std::path::Path) -> Result<()> {
         "flags": header.flags,
         "sections": sections,
     });
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    print_line(&serde_json::to_string_pretty(&report)?)?;
     Ok(())
 }
 
@@ -315,6 +384,7 @@ fn site(
     out: &std::path::Path,
     title: &str,
     head: Option<&std::path::Path>,
+    csp: &str,
 ) -> Result<()> {
     let head = match head {
         Some(p) => {
@@ -322,14 +392,13 @@ fn site(
         }
         None => String::new(),
     };
-    let (pages, warnings) = site::write_site(dir, out, title, &head)?;
+    let (pages, warnings) = site::write_site(dir, out, title, &head, csp)?;
     for w in &warnings {
         tracing::warn!("{w}");
     }
-    println!(
-        "{}",
-        serde_json::json!({ "out": out, "pages": pages, "warnings": warnings })
-    );
+    print_line(
+        &serde_json::json!({ "out": out, "pages": pages, "warnings": warnings }).to_string(),
+    )?;
     Ok(())
 }
 
@@ -341,7 +410,7 @@ fn split(
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let bundle = docloupe::bundle::decode(&bytes)?;
     let files = docloupe::bundle::split::split_with(&bundle, &bytes, sizes)?;
-    build::write_dir_atomically(out, &files)?;
+    build::write_dir_atomically(out, &files, "split")?;
     let size = |prefix: &str| -> Vec<usize> {
         files
             .iter()
@@ -366,7 +435,7 @@ fn split(
         "vocabularyBytes": size("vocab.bin").first(),
         "bundleBytes": bytes.len(),
     });
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    print_line(&serde_json::to_string_pretty(&report)?)?;
     Ok(())
 }
 

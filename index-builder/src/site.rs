@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use docloupe::bundle::url_scheme;
 use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, Parser, Tag, TagEnd};
 
 use crate::ingest::{self, collapse, markdown_options, Format, Slugger};
@@ -42,30 +43,36 @@ fn render_text(title: &str, source: &str) -> String {
 }
 
 /// The markdown body (front matter already cut off) as HTML, headings carrying the bundle's
-/// anchors.
+/// anchors. Nothing from the document becomes markup that runs: raw HTML is text, heading
+/// attributes other than the id and classes are dropped (`{onfocus=…}` would be a live event
+/// handler), and a link or image whose target is not http(s), mailto or relative
+/// ([`safe_url`]) keeps its text but loses the link.
 pub fn render_body(body: &str) -> String {
     let events: Vec<Event> = Parser::new_ext(body, markdown_options()).collect();
     let mut slugs = Slugger::default();
     let mut out = Vec::with_capacity(events.len());
     let mut depth = 0usize;
+    // For each open link and image: whether its start was dropped (so is its end).
+    let (mut links, mut images) = (Vec::new(), Vec::new());
     for (i, event) in events.iter().enumerate() {
         let event = match event {
             Event::Start(Tag::Heading {
-                level,
-                id,
-                classes,
-                attrs,
-            }) if depth == 0 => {
-                depth += 1;
-                let anchor = match id {
-                    Some(id) => slugs.reserve(id),
-                    None => slugs.slug(&collapse(&heading_text(&events[i + 1..]))),
+                level, id, classes, ..
+            }) => {
+                let id = if depth == 0 {
+                    Some(CowStr::from(match id {
+                        Some(id) => slugs.reserve(id),
+                        None => slugs.slug(&collapse(&heading_text(&events[i + 1..]))),
+                    }))
+                } else {
+                    id.clone()
                 };
+                depth += 1;
                 Event::Start(Tag::Heading {
                     level: *level,
-                    id: Some(CowStr::from(anchor)),
+                    id,
                     classes: classes.clone(),
-                    attrs: attrs.clone(),
+                    attrs: Vec::new(),
                 })
             }
             Event::Start(Tag::Link {
@@ -75,12 +82,48 @@ pub fn render_body(body: &str) -> String {
                 id,
             }) => {
                 depth += 1;
+                let Some(dest) = safe_url(dest_url) else {
+                    links.push(true);
+                    continue;
+                };
+                links.push(false);
                 Event::Start(Tag::Link {
                     link_type: *link_type,
-                    dest_url: CowStr::from(link_target(dest_url)),
+                    dest_url: CowStr::from(link_target(&dest)),
                     title: title.clone(),
                     id: id.clone(),
                 })
+            }
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => {
+                depth += 1;
+                let Some(dest) = safe_url(dest_url) else {
+                    images.push(true);
+                    continue;
+                };
+                images.push(false);
+                Event::Start(Tag::Image {
+                    link_type: *link_type,
+                    dest_url: CowStr::from(dest),
+                    title: title.clone(),
+                    id: id.clone(),
+                })
+            }
+            Event::End(end @ (TagEnd::Link | TagEnd::Image)) => {
+                depth = depth.saturating_sub(1);
+                let open = if *end == TagEnd::Link {
+                    &mut links
+                } else {
+                    &mut images
+                };
+                if open.pop().unwrap_or(false) {
+                    continue;
+                }
+                Event::End(*end)
             }
             // A raw HTML block reads best as what it is: code.
             Event::Start(Tag::HtmlBlock) => {
@@ -110,6 +153,50 @@ pub fn render_body(body: &str) -> String {
     html_out
 }
 
+/// A link or image target from a document as it may appear on a page: `Some` (cleaned) for
+/// http, https, mailto and relative URLs, `None` for any other scheme (`javascript:`,
+/// `data:`, `vbscript:`, …). Reads the scheme as a browser does: ASCII tab and line breaks
+/// anywhere are ignored (`java\tscript:`), leading and trailing controls and spaces too, and
+/// the scheme is case-insensitive.
+pub fn safe_url(dest: &str) -> Option<String> {
+    let cleaned: String = dest
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    let url = cleaned.trim_matches(|c: char| c <= ' ');
+    match url_scheme(url) {
+        None => Some(url.to_owned()),
+        Some(s) if ["http", "https", "mailto"].contains(&s.to_ascii_lowercase().as_str()) => {
+            Some(url.to_owned())
+        }
+        Some(_) => None,
+    }
+}
+
+/// A page's URL relative to a page `root` (`""` or `../`…) below the site root: each path
+/// segment percent-encoded, after `./` at the top, so a file named `javascript:x.md` or
+/// `a#b.md` links to that page and nothing else.
+pub fn page_href(root: &str, path: &str) -> String {
+    let mut out = if root.is_empty() {
+        String::from("./")
+    } else {
+        root.to_owned()
+    };
+    for (i, segment) in path.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for b in segment.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
 /// A heading's text as `parse_markdown` collects it: text and code spans, breaks as spaces.
 fn heading_text(events: &[Event]) -> String {
     let mut text = String::new();
@@ -131,7 +218,7 @@ fn link_target(dest: &str) -> String {
         Some(i) => dest.split_at(i),
         None => (dest, ""),
     };
-    let external = path.contains("://") || path.starts_with("mailto:") || path.starts_with('/');
+    let external = url_scheme(path).is_some() || path.starts_with('/');
     if !external && (path.ends_with(".md") || path.ends_with(".markdown")) {
         format!("{}{fragment}", page_path(path))
     } else {
@@ -188,16 +275,33 @@ pub fn render_site(root: &Path, warnings: &mut Vec<String>) -> Result<Vec<Page>>
     Ok(pages)
 }
 
+/// The Content-Security-Policy every page carries as a `<meta>` tag: the strict policy
+/// www/README.md documents (`CSP` in www/serve.mjs) without `frame-ancestors`, which a
+/// `<meta>` policy cannot set (send it as a header). Script runs only from the site's own
+/// files, so even markup that slipped into a page could not run.
+pub const DEFAULT_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
+     worker-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; \
+     object-src 'none'; base-uri 'self'; form-action 'self'";
+
 /// Wraps each page in the site's layout: a header with the site title and the search box,
 /// a list of every page, the article. `head` is inserted into every `<head>` as it is (the
-/// search component's script and configuration).
-pub fn layout(pages: &[Page], site_title: &str, head: &str) -> Vec<(String, Vec<u8>)> {
+/// search component's script and configuration), after the `csp` policy's `<meta>` tag
+/// (none when `csp` is empty).
+pub fn layout(pages: &[Page], site_title: &str, head: &str, csp: &str) -> Vec<(String, Vec<u8>)> {
+    let csp = if csp.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n",
+            escape(csp)
+        )
+    };
     let mut files = Vec::with_capacity(pages.len() + 2);
     for page in pages {
         let root = "../".repeat(page.path.matches('/').count());
         let nav = nav(pages, &root, Some(&page.path));
         let html = format!(
-            "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+            "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{csp}\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
              <link rel=\"icon\" href=\"data:,\">\n<title>{title} · {site}</title>\n<link rel=\"stylesheet\" href=\"{root}site.css\">\n{head}\n</head>\n\
              <body>\n<header class=\"site-header\"><a class=\"site-title\" href=\"{root}index.html\">{site}</a>\
@@ -210,7 +314,7 @@ pub fn layout(pages: &[Page], site_title: &str, head: &str) -> Vec<(String, Vec<
         files.push((page.path.clone(), html.into_bytes()));
     }
     let index = format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{csp}\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <link rel=\"icon\" href=\"data:,\">\n<title>{site}</title>\n<link rel=\"stylesheet\" href=\"site.css\">\n{head}\n</head>\n\
          <body>\n<header class=\"site-header\"><a class=\"site-title\" href=\"index.html\">{site}</a>\
@@ -247,8 +351,8 @@ fn nav(pages: &[Page], root: &str, current: Option<&str>) -> String {
             ""
         };
         out.push_str(&format!(
-            "<li><a href=\"{root}{}\"{here}>{}</a></li>\n",
-            escape(&p.path),
+            "<li><a href=\"{}\"{here}>{}</a></li>\n",
+            escape(&page_href(root, &p.path)),
             escape(&p.title)
         ));
     }
@@ -262,11 +366,12 @@ pub fn write_site(
     out: &Path,
     title: &str,
     head: &str,
+    csp: &str,
 ) -> Result<(usize, Vec<String>)> {
     let mut warnings = Vec::new();
     let pages = render_site(root, &mut warnings)?;
-    let files = layout(&pages, title, head);
-    crate::build::write_dir_atomically(out, &files)
+    let files = layout(&pages, title, head, csp);
+    crate::build::write_dir_atomically(out, &files, "site")
         .with_context(|| format!("cannot write the site to {}", out.display()))?;
     Ok((pages.len(), warnings))
 }
@@ -295,6 +400,122 @@ mod tests {
         );
         assert!(html.contains("href=\"install.html#windows\""), "{html}");
         assert!(html.contains("href=\"https://example.com/a.md\""), "{html}");
+    }
+
+    #[test]
+    fn heading_attributes_never_become_event_handlers() {
+        let md = "## Focus {tabindex=0 autofocus onfocus=document.title='x' .note #here}\n\n\
+                  > ### Quoted {onclick=alert(1)}\n\n- #### Listed {onmouseover=alert(1)}\n";
+        let html = render_body(md);
+        for bad in ["onfocus", "autofocus", "tabindex", "onclick", "onmouseover"] {
+            assert!(!html.contains(bad), "{bad} in {html}");
+        }
+        assert!(html.contains("<h2 id=\"here\" class=\"note\">"), "{html}");
+    }
+
+    /// Every `href` and `src` value of `html`.
+    fn targets(html: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for attr in ["href=\"", "src=\""] {
+            for (i, _) in html.match_indices(attr) {
+                let rest = &html[i + attr.len()..];
+                out.push(rest[..rest.find('"').unwrap()].to_owned());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn only_http_mailto_and_relative_targets_stay_links() {
+        let md = "[a](javascript:alert(1)) [b](JavaScript:alert(2)) [c](java&#9;script:alert(3)) \
+                  [d](&#106;avascript:alert(4)) <javascript:alert(5)> \
+                  [f](data:text/html;base64,PHNjcmlwdD4=) [g](vbscript:x) ![h](javascript:alert(8)) \
+                  [![i](ok.png)](javascript:alert(9)) [j][ref] [[k]]\n\n\
+                  [ref]: javascript:alert(10)\n\n\
+                  [w](https://example.com/x) [m](mailto:a@b.c) [r](guide/x.md#y) [q](?a=1) [t](#top) <https://example.org> <a@b.c>\n";
+        let html = render_body(md);
+        let targets = targets(&html);
+        assert_eq!(
+            targets,
+            [
+                "https://example.com/x",
+                "mailto:a@b.c",
+                "guide/x.html#y",
+                "?a=1",
+                "#top",
+                "https://example.org",
+                "mailto:a@b.c",
+                "ok.png"
+            ],
+            "{html}"
+        );
+        // The dropped links keep their text.
+        for text in [
+            ">a ",
+            " b ",
+            " c ",
+            " d ",
+            "javascript:alert(5)",
+            " f ",
+            " g ",
+            " j ",
+        ] {
+            assert!(html.contains(text), "{text:?} dropped: {html}");
+        }
+        assert!(html.contains("alt=\"i\""), "{html}");
+    }
+
+    #[test]
+    fn targets_are_judged_as_a_browser_reads_them() {
+        for bad in [
+            "javascript:x",
+            " javascript:x",
+            "\u{0}javascript:x",
+            "jav\nascript:x",
+            "JAVASCRIPT:x",
+            "data:text/html,x",
+            "file:///etc/passwd",
+        ] {
+            assert_eq!(safe_url(bad), None, "{bad:?}");
+        }
+        for good in [
+            "https://a.b/c",
+            "HTTP://a",
+            "mailto:x@y",
+            "a/b.md",
+            "/abs",
+            "#f",
+            "//cdn/x",
+        ] {
+            assert!(safe_url(good).is_some(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn page_links_are_encoded_paths_below_the_site() {
+        assert_eq!(
+            page_href("", "javascript:alert(1).html"),
+            "./javascript%3Aalert%281%29.html"
+        );
+        assert_eq!(page_href("../", "a b/c#d.html"), "../a%20b/c%23d.html");
+        assert_eq!(page_href("", "ru/дом.html"), "./ru/%D0%B4%D0%BE%D0%BC.html");
+        let pages = [Page {
+            path: "javascript:alert(1).html".into(),
+            title: "t".into(),
+            html: String::new(),
+        }];
+        let files = layout(&pages, "S", "", DEFAULT_CSP);
+        let page = String::from_utf8(files[0].1.clone()).unwrap();
+        assert!(
+            page.contains("href=\"./javascript%3Aalert%281%29.html\""),
+            "{page}"
+        );
+        assert!(
+            page.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'self'; script-src 'self' 'wasm-unsafe-eval';"),
+            "{page}"
+        );
+        let none = layout(&pages, "S", "", "");
+        assert!(!String::from_utf8_lossy(&none[0].1).contains("Content-Security-Policy"));
     }
 
     #[test]

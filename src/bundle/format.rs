@@ -263,13 +263,19 @@ fn validate(b: &Bundle, with_vectors: bool) -> Result<()> {
             b.text.texts.len()
         ));
     }
+    // Documents own consecutive, non-overlapping runs of chunks that cover them all, in
+    // order (u64 sums: on wasm32 a usize sum of two u32s can wrap).
+    let mut next = 0u64;
     for (i, doc) in b.docs.documents.iter().enumerate() {
-        let end = doc.first_chunk as usize + doc.chunk_count as usize;
-        if end > n_chunks {
+        let end = doc.first_chunk as u64 + doc.chunk_count as u64;
+        if doc.first_chunk as u64 != next || end > n_chunks as u64 {
             return corrupt(format!(
-                "document {i} claims chunks up to {end} of {n_chunks}"
+                "document {i} claims chunks {}..{end}, expected from {next} within {n_chunks}",
+                doc.first_chunk
             ));
         }
+        next = end;
+        let end = end as usize;
         for (k, chunk) in b.docs.chunks[doc.first_chunk as usize..end]
             .iter()
             .enumerate()
@@ -281,6 +287,19 @@ fn validate(b: &Bundle, with_vectors: bool) -> Result<()> {
                 ));
             }
         }
+    }
+    if next != n_chunks as u64 {
+        return corrupt(format!("documents own {next} chunks of {n_chunks}"));
+    }
+    b.header.analyzer.validate()?;
+    // A document path becomes a link on readers' pages.
+    if let Some((doc, why)) = b
+        .docs
+        .documents
+        .iter()
+        .find_map(|d| Some((d, super::document_path_problem(&d.path)?)))
+    {
+        return corrupt(format!("document path {:?} {why}", doc.path));
     }
     // The tie-break (documentPath, then chunkIndex) is chunk order only because documents
     // are stored sorted by path; the builder guarantees it, a crafted bundle must too.

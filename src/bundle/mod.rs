@@ -20,6 +20,7 @@
 mod format;
 mod legacy;
 mod model;
+mod path;
 pub mod split;
 
 pub use format::{
@@ -27,6 +28,7 @@ pub use format::{
     MAGIC,
 };
 pub use model::*;
+pub use path::{document_path_problem, url_scheme};
 
 /// The format version this engine writes. 2: documents record their citation, chunks
 /// their page span (PDF).

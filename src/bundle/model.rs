@@ -51,6 +51,30 @@ impl Default for AnalyzerConfig {
     }
 }
 
+impl AnalyzerConfig {
+    /// BM25's constants as scoring needs them: finite, k1 ≥ 0, b in 0..=1, the field weights
+    /// small (a NaN or infinite constant made every score `null`).
+    pub fn validate(&self) -> crate::error::Result<()> {
+        let ok = self.k1.is_finite()
+            && self.k1 >= 0.0
+            && self.k1 <= 100.0
+            && self.b.is_finite()
+            && (0.0..=1.0).contains(&self.b)
+            && [self.title_weight, self.heading_weight, self.body_weight]
+                .iter()
+                .all(|&w| w <= 1000);
+        // No float in the message: formatting one pulls float printing into the lexical wasm
+        // build (+7 KB brotli).
+        if ok {
+            Ok(())
+        } else {
+            Err(crate::error::Error::Corrupt(
+                "analyzer constants (BM25 k1, b, field weights) out of range".into(),
+            ))
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Counts {
     pub documents: u32,

@@ -353,6 +353,10 @@ impl SplitBundle {
         }
         let core: Core = decode_exact(payload, CORE_FILE)?;
         let corrupt = |m: &str| Err(Error::Corrupt(format!("{CORE_FILE}: {m}")));
+        core.header.analyzer.validate()?;
+        if !(core.avg_chunk_len.is_finite() && core.avg_chunk_len >= 1.0) {
+            return corrupt("the average chunk length is not a length");
+        }
         let counts = core.header.counts;
         let n_docs = core.doc_chunks.len();
         if n_docs != counts.documents as usize || core.doc_facets.len() != n_docs {
@@ -513,9 +517,12 @@ impl SplitBundle {
         Ok(())
     }
 
-    /// Whether `doc`, as a shard holds it, has the chunks the core gives document `d`.
+    /// Whether `doc`, as a shard holds it, has the chunks the core gives document `d` and a
+    /// path that can be a link ([`super::document_path_problem`]).
     fn doc_fits(&self, d: usize, doc: &Document) -> bool {
-        doc.first_chunk == self.first_chunk[d] && doc.chunk_count == self.core.doc_chunks[d]
+        doc.first_chunk == self.first_chunk[d]
+            && doc.chunk_count == self.core.doc_chunks[d]
+            && super::document_path_problem(&doc.path).is_none()
     }
 
     /// Documents of fragment shard `i`.

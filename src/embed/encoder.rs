@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use tokenizers::{Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 use tract_onnx::prelude::*;
 
 use super::{normalize, sha256_hex, ModelFiles, ModelInfo};
@@ -11,9 +11,12 @@ use crate::error::{Error, Result};
 /// A loaded, optimized embedding model. Cheap to share across threads (`run` takes `&self`).
 pub struct Embedder {
     info: ModelInfo,
+    /// The model's tokenizer without truncation or padding (one instance: XLM-R's 250k-piece
+    /// vocabulary keeps ~300 MB resident, a second copy for counting doubled that).
     tokenizer: Tokenizer,
-    /// The same tokenizer without truncation or padding, for measuring text.
-    counter: Tokenizer,
+    max_tokens: usize,
+    query_prefix: String,
+    passage_prefix: String,
     plan: Arc<TypedRunnableModel>,
 }
 
@@ -29,20 +32,12 @@ impl Embedder {
     pub fn new(files: &ModelFiles) -> Result<Embedder> {
         let mut tokenizer = Tokenizer::from_bytes(&files.tokenizer)
             .map_err(|e| Error::Model(format!("tokenizer.json does not load: {e}")))?;
-        // The shipped tokenizer.json pads to a fixed 128 and truncates at 128: replace both.
-        let mut counter = tokenizer.clone();
-        counter.with_padding(None);
-        counter
+        // The shipped tokenizer.json may pad to a fixed length and truncate: neither is wanted
+        // (one text per call, cut at the model's window by `encode`).
+        tokenizer.with_padding(None);
+        tokenizer
             .with_truncation(None)
             .map_err(|e| Error::Model(format!("tokenizer truncation: {e}")))?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: files.max_tokens,
-                ..Default::default()
-            }))
-            .map_err(|e| Error::Model(format!("tokenizer truncation: {e}")))?;
-        tokenizer.with_padding(None);
-
         let plan = load_plan(&files.onnx)
             .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")))?;
         let mut embedder = Embedder {
@@ -54,7 +49,9 @@ impl Embedder {
                 max_tokens: files.max_tokens as u32,
             },
             tokenizer,
-            counter,
+            max_tokens: files.max_tokens.max(2),
+            query_prefix: files.query_prefix.clone(),
+            passage_prefix: files.passage_prefix.clone(),
             plan,
         };
         // One probe run validates the graph end to end and tells the output width.
@@ -71,29 +68,65 @@ impl Embedder {
         self.info.dims as usize
     }
 
-    /// Number of tokens `text` takes (special tokens included, before truncation).
+    /// Number of tokens `text` takes as a passage (its prefix and the special tokens
+    /// included, before truncation): what chunking budgets against the window.
     pub fn count_tokens(&self, text: &str) -> Result<usize> {
         let enc = self
-            .counter
-            .encode_fast(text, true)
+            .tokenizer
+            .encode_fast(format!("{}{text}", self.passage_prefix), true)
             .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
         Ok(enc.len())
     }
 
-    /// The token ids the model reads for `text`: special tokens included, truncated to the
-    /// model's window. Benchmarks feed the same ids to other runtimes.
+    /// The token ids the model reads for `text` (as given, no prefix): special tokens
+    /// included, truncated to the model's window. Benchmarks feed the same ids to other
+    /// runtimes.
     pub fn token_ids(&self, text: &str) -> Result<Vec<u32>> {
         Ok(self.encode(text)?.get_ids().to_vec())
     }
 
+    /// `text` tokenized and cut to the window: the first `max − 1` tokens and the closing
+    /// special token, what truncation of a single sequence keeps.
     fn encode(&self, text: &str) -> Result<tokenizers::Encoding> {
-        self.tokenizer
+        let mut enc = self
+            .tokenizer
             .encode_fast(text, true)
-            .map_err(|e| Error::Model(format!("tokenizer: {e}")))
+            .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
+        if enc.len() > self.max_tokens {
+            let ids = enc.get_ids();
+            let types = enc.get_type_ids();
+            let keep = self.max_tokens - 1;
+            let mut cut_ids = ids[..keep].to_vec();
+            cut_ids.push(ids[ids.len() - 1]);
+            let mut cut_types = types[..keep].to_vec();
+            cut_types.push(types[types.len() - 1]);
+            enc = tokenizers::Encoding::new(
+                cut_ids,
+                cut_types,
+                vec![String::new(); self.max_tokens],
+                vec![None; self.max_tokens],
+                vec![(0, 0); self.max_tokens],
+                vec![0; self.max_tokens],
+                vec![1; self.max_tokens],
+                Vec::new(),
+                Default::default(),
+            );
+        }
+        Ok(enc)
     }
 
-    /// Embeds one text: a unit vector of `dims` floats. Deterministic: the same text always
-    /// gives the same bits.
+    /// Embeds a search query (with the model's query prefix).
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        self.embed(&format!("{}{text}", self.query_prefix))
+    }
+
+    /// Embeds a passage: a chunk's embedding input (with the model's passage prefix).
+    pub fn embed_passage(&self, text: &str) -> Result<Vec<f32>> {
+        self.embed(&format!("{}{text}", self.passage_prefix))
+    }
+
+    /// Embeds one text as given (no prefix): a unit vector of `dims` floats. Deterministic:
+    /// the same text always gives the same bits.
     pub fn embed(&self, text: &str) -> Result<Vec<f32>> {
         let enc = self.encode(text)?;
         let seq = enc.len().max(1);

@@ -32,6 +32,11 @@ pub struct ModelFiles {
     pub tokenizer: Vec<u8>,
     /// Longest input in tokens (special tokens included); longer inputs are truncated.
     pub max_tokens: usize,
+    /// What the model expects before a query and before a passage (E5: `query: ` and
+    /// `passage: `; empty for MiniLM). Part of the model's identity: its sha256s pin the
+    /// files, and its id names the recipe.
+    pub query_prefix: String,
+    pub passage_prefix: String,
 }
 
 /// The identity of an embedding model as recorded in a bundle header.
@@ -96,13 +101,66 @@ impl ModelFiles {
             id = format!("{id}+{onnx_name}");
         }
         let max_tokens = manifest["maxTokens"].as_u64().unwrap_or(256) as usize;
+        let prefix = |key: &str| manifest[key].as_str().unwrap_or("").to_owned();
         Ok(ModelFiles {
             id,
             onnx: read(onnx_name)?,
             tokenizer: read("tokenizer.json")?,
             max_tokens,
+            query_prefix: prefix("queryPrefix"),
+            passage_prefix: prefix("passagePrefix"),
         })
     }
+}
+
+/// The query and passage prefixes of a model the project knows, by its id (a host that has
+/// only the bundle's `ModelInfo` and the files, such as the browser, takes them from here).
+pub fn known_prefixes(model_id: &str) -> (&'static str, &'static str) {
+    if model_id.starts_with("multilingual-e5") {
+        ("query: ", "passage: ")
+    } else {
+        ("", "")
+    }
+}
+
+/// The models `make models` installs, by the name `index-builder build --model` takes:
+/// (name, directory under `$DOCLOUPE_CACHE/models`, model id).
+pub const KNOWN_MODELS: [(&str, &str, &str); 2] = [
+    ("minilm", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8wo"),
+    (
+        "e5-multilingual",
+        "multilingual-e5-small",
+        "multilingual-e5-small-int8wo",
+    ),
+];
+
+/// Where `make models` puts its models: `$DOCLOUPE_CACHE/models`, else
+/// `~/.cache/docloupe/models`.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn models_root() -> std::path::PathBuf {
+    std::env::var_os("DOCLOUPE_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| ".".into())
+                .join(".cache/docloupe")
+        })
+        .join("models")
+}
+
+/// The installed directory of the model a bundle names (`$DOCLOUPE_MODEL_DIR` when set): a
+/// search loads whatever model its bundle was built with.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn model_dir_for(info: &ModelInfo) -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("DOCLOUPE_MODEL_DIR") {
+        return dir.into();
+    }
+    let known = KNOWN_MODELS
+        .iter()
+        .find(|(_, _, id)| *id == info.id)
+        .map(|(_, dir, _)| *dir);
+    models_root().join(known.unwrap_or(KNOWN_MODELS[0].1))
 }
 
 /// Scales `v` to unit length (leaves a zero vector alone).
@@ -120,13 +178,5 @@ pub fn default_model_dir() -> std::path::PathBuf {
     if let Some(dir) = std::env::var_os("DOCLOUPE_MODEL_DIR") {
         return dir.into();
     }
-    let cache = std::env::var_os("DOCLOUPE_CACHE")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("HOME")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(|| ".".into())
-                .join(".cache/docloupe")
-        });
-    cache.join("models").join("all-MiniLM-L6-v2")
+    models_root().join(KNOWN_MODELS[0].1)
 }

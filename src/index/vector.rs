@@ -221,6 +221,7 @@ impl VectorIndex {
 /// its search. This mirror has the same serde layout as `Hnsw<QVec>`, so the section's bytes
 /// can be decoded a second time and every link checked before the real graph is trusted.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
 struct HnswMirror {
     ef_search: usize,
     points: Vec<QVec>,
@@ -229,9 +230,11 @@ struct HnswMirror {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
 struct ZeroNodeMirror(#[serde(with = "BigArray")] [u32; 64]);
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
 struct UpperNodeMirror([u32; 32]);
 
 const INVALID: u32 = u32::MAX;
@@ -260,6 +263,11 @@ pub fn validate_graph_bytes(bytes: &[u8]) -> Result<()> {
     {
         return bad("a zero-layer link points past the last point");
     }
+    // A search enters the top layer at point 0 and carries the points it finds down a layer
+    // at a time, so each layer must hold at least the points of the one above it.
+    if h.layers.windows(2).any(|w| w[1].len() > w[0].len()) {
+        return bad("an upper layer is larger than the one below it");
+    }
     for layer in &h.layers {
         if layer.is_empty() || layer.len() > n {
             return bad("an upper layer has an impossible size");
@@ -272,4 +280,57 @@ pub fn validate_graph_bytes(bytes: &[u8]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A graph's section bytes: variant 1 (HNSW), then the mirror's layout.
+    fn graph_bytes(points: usize, layers: &[usize]) -> Vec<u8> {
+        // Upper layers: a chain 0 → 1 → … → n − 1, so a search walks to the far end.
+        let linked = |i: usize, n: usize| {
+            let mut links = [INVALID; 32];
+            links[0] = ((i + 1) % n) as u32;
+            links
+        };
+        let mirror = HnswMirror {
+            ef_search: 128,
+            points: (0..points)
+                .map(|i| QVec::quantize(i as u32, &[1.0, 0.0, (i as f32) / 10.0]))
+                .collect(),
+            zero: (0..points)
+                .map(|i| {
+                    let mut links = [INVALID; 64];
+                    links[0] = ((i + 1) % points) as u32;
+                    ZeroNodeMirror(links)
+                })
+                .collect(),
+            layers: layers
+                .iter()
+                .map(|&n| (0..n).map(|i| UpperNodeMirror(linked(i, n))).collect())
+                .collect(),
+        };
+        let mut bytes = vec![1u8];
+        bytes.extend(postcard::to_allocvec(&mirror).unwrap());
+        bytes
+    }
+
+    /// Regression (hostile bundles): upper layers that grow going up passed validation and
+    /// made instant-distance index out of bounds during a search.
+    #[test]
+    fn upper_layers_that_grow_going_up_are_corrupt() {
+        assert!(validate_graph_bytes(&graph_bytes(8, &[4, 2])).is_ok());
+        let bad = graph_bytes(8, &[2, 4]);
+        match validate_graph_bytes(&bad) {
+            Err(Error::Corrupt(m)) => assert!(m.contains("larger than the one below"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        // What the check prevents: the real graph, decoded from those bytes, panics.
+        let (index, _): (VectorIndex, _) = postcard::take_from_bytes(&bad).unwrap();
+        let q = [0.958, 0.0, 0.287]; // nearest to the last point of the top layer
+        let searched =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| index.nearest(&q, 3)));
+        assert!(searched.is_err(), "the unchecked graph panics");
+    }
 }

@@ -113,7 +113,7 @@ impl<'a> Corpus<'a> {
     pub fn vectors(&self) -> Option<&'a VectorIndex> {
         // A build without models never embeds a query (and never decodes vectors): saying so
         // here lets the compiler drop vector search from the lexical wasm build.
-        if cfg!(not(feature = "models")) {
+        if cfg!(not(feature = "vectors")) {
             return None;
         }
         self.whole().and_then(|b| b.vectors.as_ref())
@@ -239,6 +239,11 @@ impl<'a> Corpus<'a> {
                 .have(s.postings(term), None)
                 .map_or_else(Vec::new, |p| p.iter().take(k).map(|x| x.0).collect()),
         }
+    }
+
+    /// Every chunk (in chunk order) that contains `term`.
+    pub fn chunks_with(&self, term: &str) -> Vec<u32> {
+        self.first_chunks_with(term, usize::MAX)
     }
 
     /// Every term of the index with its document frequency, in term order.

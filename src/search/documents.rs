@@ -51,6 +51,10 @@ pub struct DocumentsRequest {
     pub max_chunks: u32,
     #[serde(default = "default_mode")]
     pub search_mode: Mode,
+    /// Which served collection to search (`namespace/name`, as `search_docs`' `projectId`);
+    /// absent: the server's first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -86,6 +90,7 @@ impl DocumentsRequest {
             include_context: true,
             max_chunks: DEFAULT_MAX_CHUNKS,
             search_mode: Mode::Hybrid,
+            project: None,
         }
     }
 
@@ -142,6 +147,7 @@ impl DocumentsRequest {
             filters: (filters != Filters::default()).then_some(filters),
             max_chunks_per_document: Some(self.max_chunks as usize),
             include_context: Some(self.include_context),
+            project_id: self.project.clone(),
             ..Default::default()
         }
     }
@@ -447,6 +453,10 @@ pub fn input_schema() -> Value {
             "search_mode": {
                 "type": "string", "enum": ["semantic", "fulltext", "hybrid"], "default": "hybrid",
                 "description": "semantic (meaning), fulltext (words) or hybrid (both, reranked)"
+            },
+            "project": {
+                "type": "string",
+                "description": "Which collection to search (namespace/name), when the server has several"
             }
         },
         "required": ["query"],

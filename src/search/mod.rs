@@ -11,6 +11,8 @@ pub mod documents;
 pub mod filter;
 pub mod fuse;
 pub mod present;
+#[cfg(feature = "vectors")]
+pub mod rank;
 pub mod request;
 pub mod rerank;
 pub mod response;
@@ -95,6 +97,9 @@ pub struct EngineOptions {
     /// answered from the lexical index, flagged `fallbackApplied: true` with the reason as
     /// `degradedReason`, instead of refused as with no model at all. `None`: refused.
     pub lexical_fallback: Option<LexicalFallback>,
+    /// Results of the learned second stage carry its features (`rankingSignals.features`):
+    /// training data for `prebuild/ranker`, never for clients.
+    pub explain_features: bool,
 }
 
 impl Default for EngineOptions {
@@ -106,6 +111,7 @@ impl Default for EngineOptions {
             fusion: Fusion::default(),
             rerank_weight: None,
             lexical_fallback: None,
+            explain_features: false,
         }
     }
 }
@@ -122,7 +128,12 @@ pub struct Engine {
     analyzer: Analyzer,
     #[cfg(feature = "models")]
     embedder: Option<Embedder>,
+    /// A model-based second stage (a cross-encoder) the host installed; it replaces the
+    /// learned ranker.
     reranker: Option<Box<dyn Rerank>>,
+    /// The learned second stage (on by default; `None` after [`Engine::without_second_stage`]).
+    #[cfg(feature = "vectors")]
+    ranker: Option<&'static rank::Ranker>,
     /// Storage position of each chunk's vector.
     positions: Vec<u32>,
     options: EngineOptions,
@@ -132,10 +143,10 @@ impl Engine {
     /// Decodes `bytes` with no models: `fulltext` only (semantic and hybrid requests are
     /// refused as with a missing model). The lexical-only build has just this.
     pub fn lexical(bytes: &[u8]) -> Result<Engine> {
-        // Without the models feature no embedder can ever be installed: skip the vectors.
-        #[cfg(not(feature = "models"))]
+        // Without vector search compiled in, nothing can ever read the vectors: skip them.
+        #[cfg(not(feature = "vectors"))]
         let bundle = bundle::decode_lexical(bytes)?;
-        #[cfg(feature = "models")]
+        #[cfg(feature = "vectors")]
         let bundle = bundle::decode(bytes)?;
         Ok(Engine::assemble(Data::Whole(bundle)))
     }
@@ -196,6 +207,8 @@ impl Engine {
             #[cfg(feature = "models")]
             embedder: None,
             reranker: None,
+            #[cfg(feature = "vectors")]
+            ranker: Some(rank::Ranker::default_model()),
             positions,
             options: EngineOptions::default(),
         }
@@ -260,6 +273,17 @@ impl Engine {
         self.reranker = Some(reranker);
     }
 
+    /// No second stage at all: reranking requests fall back to the fused order
+    /// (`rerank_model_unavailable`).
+    pub fn without_second_stage(mut self) -> Engine {
+        self.reranker = None;
+        #[cfg(feature = "vectors")]
+        {
+            self.ranker = None;
+        }
+        self
+    }
+
     pub fn with_options(mut self, options: EngineOptions) -> Engine {
         self.set_options(options);
         self
@@ -300,6 +324,10 @@ impl Engine {
     }
 
     pub fn reranker_ready(&self) -> bool {
+        #[cfg(feature = "vectors")]
+        if self.ranker.is_some() {
+            return true;
+        }
         self.reranker.is_some()
     }
 
@@ -307,16 +335,40 @@ impl Engine {
     /// inside the engine (a bug) is caught and reported as `INTERNAL_ERROR`, never unwound
     /// into the host.
     pub fn search_json(&self, json: &str) -> std::result::Result<SearchResponse, ErrorResponse> {
-        let run = || SearchRequest::from_json(json).and_then(|req| self.search(&req));
+        SearchRequest::from_json(json)
+            .and_then(|req| self.search_guarded(&req))
+            .map_err(ErrorResponse::from)
+    }
+
+    /// [`Engine::search`] with a panic inside the engine (a bug, or a bundle that passed
+    /// validation and still broke an assumption) caught and reported as `INTERNAL_ERROR`,
+    /// never unwound into the host. Every front end searches through this or
+    /// [`Engine::search_json`].
+    pub fn search_guarded(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        let run = || self.search(req);
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-            Ok(r) => r.map_err(ErrorResponse::from),
-            Err(_) => Err(ErrorResponse::from(Error::Internal(
-                "the engine failed on this request".into(),
-            ))),
+            Ok(r) => r,
+            Err(_) => Err(Error::Internal("the engine failed on this request".into())),
         }
     }
 
     pub fn search(&self, req: &SearchRequest) -> Result<SearchResponse> {
+        self.run(req, None)
+    }
+
+    /// [`Engine::search`] with the query's vector given instead of computed by the embedding
+    /// model: what the fuzz targets drive semantic and hybrid search through, without a model.
+    #[doc(hidden)]
+    #[cfg(feature = "vectors")]
+    pub fn search_with_query_vector(
+        &self,
+        req: &SearchRequest,
+        vector: Vec<f32>,
+    ) -> Result<SearchResponse> {
+        self.run(req, Some(vector))
+    }
+
+    fn run(&self, req: &SearchRequest, given_vector: Option<Vec<f32>>) -> Result<SearchResponse> {
         let started = Instant::now();
         let mut timings = Timings::default();
         let plan = request::validate(req, self.options.max_limit)?;
@@ -344,6 +396,7 @@ impl Engine {
         let mode = if loading { Mode::Fulltext } else { plan.mode };
         let query_vector = match mode {
             Mode::Fulltext => None,
+            _ if given_vector.is_some() && self.has_vectors() => given_vector,
             mode => {
                 let t = Instant::now();
                 let v = self.embed_query(&plan.query, mode)?;
@@ -381,27 +434,49 @@ impl Engine {
             .enumerate()
             .map(|(i, h)| (i, h.score, None))
             .collect();
+        // Feature rows, by position in `capped`, when the host asked for them.
+        let mut features: Vec<Vec<f32>> = Vec::new();
         let mut fallback = None;
         if plan.rerank && !loading {
             let t = Instant::now();
             let pool_len = plan.candidate_limit.min(capped.len());
-            let passages: Vec<String> = capped[..pool_len]
-                .iter()
-                .map(|h| rerank_passage(&corpus, h.chunk))
-                .collect();
-            let budget = Duration::from_millis(self.options.rerank_budget_ms);
-            match rerank::score_all(self.reranker.as_deref(), &plan.query, &passages, budget) {
-                Ok(probs) => {
+            let learned = match (&self.reranker, query_vector.as_deref()) {
+                (None, Some(qv)) => self.learned_stage(
+                    &retriever,
+                    &plan.query,
+                    &terms,
+                    qv,
+                    &capped[..pool_len],
+                    &mut features,
+                ),
+                _ => None,
+            };
+            let scored = match learned {
+                Some(probs) => Ok((probs, 1.0)),
+                None => {
+                    let passages: Vec<String> = capped[..pool_len]
+                        .iter()
+                        .map(|h| rerank_passage(&corpus, h.chunk))
+                        .collect();
+                    let budget = Duration::from_millis(self.options.rerank_budget_ms);
+                    let model = self.reranker.as_deref();
+                    rerank::score_all(model, &plan.query, &passages, budget).map(|probs| {
+                        let w = self
+                            .options
+                            .rerank_weight
+                            .or_else(|| model.and_then(|m| m.blend_weight()))
+                            .unwrap_or(1.0)
+                            .clamp(0.0, 1.0);
+                        (probs, w)
+                    })
+                }
+            };
+            match scored {
+                Ok((probs, w)) => {
                     // The reranked pool comes first, ordered by the model (blended with the
-                    // fused score by `rerank_weight`); candidates beyond it keep their fused
-                    // order below it. Scores keep that order visible: (0.5, 1] for reranked
-                    // results, [0, 0.5] for the rest.
-                    let w = self
-                        .options
-                        .rerank_weight
-                        .or_else(|| self.reranker.as_ref().and_then(|m| m.blend_weight()))
-                        .unwrap_or(1.0)
-                        .clamp(0.0, 1.0);
+                    // fused score by `w`); candidates beyond it keep their fused order below
+                    // it. Scores keep that order visible: (0.5, 1] for reranked results,
+                    // [0, 0.5] for the rest.
                     for (entry, p) in order.iter_mut().zip(&probs) {
                         let blended = w * p + (1.0 - w) * entry.1.clamp(0.0, 1.0);
                         entry.1 = 0.5 + 0.5 * blended.max(f32::MIN_POSITIVE);
@@ -435,7 +510,7 @@ impl Engine {
             .into_iter()
             .take(plan.limit)
             .map(|(i, score, rerank)| {
-                present::result(
+                let mut r = present::result(
                     &corpus,
                     &self.analyzer,
                     &terms,
@@ -443,7 +518,9 @@ impl Engine {
                     score,
                     rerank,
                     &plan,
-                )
+                );
+                r.ranking_signals.features = features.get_mut(i).map(std::mem::take);
+                r
             })
             .collect();
         let suggestions =
@@ -466,6 +543,49 @@ impl Engine {
         })
     }
 
+    /// The learned second stage's probabilities for `pool` (`None` when there is none): the
+    /// model alone decides the order, and its logistic is the reported probability. With
+    /// `explain_features`, the pool's feature rows go into `features`.
+    #[cfg(feature = "vectors")]
+    fn learned_stage(
+        &self,
+        retriever: &retrieve::Retriever,
+        query: &str,
+        terms: &[String],
+        vector: &[f32],
+        pool: &[fuse::Hit],
+        features: &mut Vec<Vec<f32>>,
+    ) -> Option<Vec<f32>> {
+        let model = self.ranker?;
+        let view = rank::QueryView {
+            text: query,
+            terms,
+            vector,
+        };
+        let rows = rank::features(retriever, &self.analyzer, &view, pool);
+        if self.options.explain_features {
+            *features = rows.iter().map(|r| r.to_vec()).collect();
+        }
+        let mut logits: Vec<f32> = rows.iter().map(|r| model.score(r)).collect();
+        rank::order_within_documents(retriever.corpus, pool, &mut logits);
+        rank::demote_copies(retriever.corpus, pool, &mut logits);
+        Some(logits.into_iter().map(rerank::probability).collect())
+    }
+
+    /// Without vector search there is never a query vector, so never a learned stage.
+    #[cfg(not(feature = "vectors"))]
+    fn learned_stage(
+        &self,
+        _: &retrieve::Retriever,
+        _: &str,
+        _: &[String],
+        _: &[f32],
+        _: &[fuse::Hit],
+        _: &mut Vec<Vec<f32>>,
+    ) -> Option<Vec<f32>> {
+        None
+    }
+
     fn embed_query(&self, query: &str, mode: Mode) -> Result<Vec<f32>> {
         if !self.has_vectors() {
             return Err(Error::HybridNotSupported {
@@ -484,7 +604,7 @@ impl Engine {
         #[cfg(feature = "models")]
         if let Some(embedder) = &self.embedder {
             return embedder
-                .embed(query)
+                .embed_query(query)
                 .map_err(|e| unavailable(format!("embedding the query failed: {e}")));
         }
         let _ = query;

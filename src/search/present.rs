@@ -53,6 +53,7 @@ pub fn result(
             lexical: hit.lexical,
             semantic: hit.semantic,
             rerank,
+            features: None,
         },
         citation: doc.citation.clone(),
         text: max_chars.map(|n| trim_chars(corpus.text(hit.chunk), n)),

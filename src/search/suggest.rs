@@ -19,6 +19,10 @@ const RARE_FACTOR: usize = 10;
 /// Chunks read to find a stem's surface form.
 const SURFACE_SAMPLE: usize = 8;
 
+/// Query words looked up at most: each costs a pass over the vocabulary, so a long
+/// nonsense query (500 characters against 160k terms took seconds) costs what 4 words do.
+const MAX_WORDS_LOOKED_UP: usize = 4;
+
 /// `tokens` are the query's own (`analyzer.tokens(query)`), with char offsets into `query`.
 pub fn suggestions(
     corpus: &Corpus,
@@ -29,6 +33,9 @@ pub fn suggestions(
 ) -> Vec<String> {
     // (char range in the query, alternatives best first)
     let mut fixes: Vec<((usize, usize), Vec<String>)> = Vec::new();
+    let mut vocabulary: Option<Vec<(&str, usize)>> = None;
+    let mut osa = Osa::default();
+    let mut looked_up = 0;
     for t in tokens {
         let len = t.term.chars().count();
         if len < 3 || t.term.chars().all(|c| c.is_ascii_digit()) {
@@ -42,14 +49,21 @@ pub fn suggestions(
         } else {
             continue;
         };
+        if looked_up == MAX_WORDS_LOOKED_UP {
+            break;
+        }
+        looked_up += 1;
         let max_dist = if len <= 4 { 1 } else { 2 };
-        let mut close: Vec<(usize, std::cmp::Reverse<usize>, &str)> = corpus
-            .vocabulary()
-            .into_iter()
-            .filter(|&(cand, _)| cand != t.term)
-            .filter_map(|(cand, cdf)| {
-                let d = osa_distance(&t.term, cand, max_dist)?;
-                (cdf >= min_df).then_some((d, std::cmp::Reverse(cdf), cand))
+        let word: Vec<char> = t.term.chars().collect();
+        let vocabulary = vocabulary.get_or_insert_with(|| corpus.vocabulary());
+        let mut close: Vec<(usize, std::cmp::Reverse<usize>, &str)> = vocabulary
+            .iter()
+            .filter(|&&(cand, cdf)| cdf >= min_df && cand != t.term)
+            // A byte-length gap over 4× the distance (a char is at most 4 bytes) is beyond it.
+            .filter(|&&(cand, _)| cand.len().abs_diff(t.term.len()) <= 4 * max_dist)
+            .filter_map(|&(cand, cdf)| {
+                let d = osa.distance(&word, cand, max_dist)?;
+                Some((d, std::cmp::Reverse(cdf), cand))
             })
             .collect();
         close.sort();
@@ -125,39 +139,58 @@ fn surface(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Option<String> {
 
 /// Optimal string alignment distance (Levenshtein plus adjacent transpositions), or `None`
 /// when it exceeds `max`.
-fn osa_distance(a: &str, b: &str, max: usize) -> Option<usize> {
+pub fn osa_distance(a: &str, b: &str, max: usize) -> Option<usize> {
     let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    if a.len().abs_diff(b.len()) > max {
-        return None;
-    }
-    let w = b.len() + 1;
-    let mut d = vec![0usize; (a.len() + 1) * w];
-    for i in 0..=a.len() {
-        d[i * w] = i;
-    }
-    for (j, cell) in d.iter_mut().enumerate().take(w) {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        let mut row_min = usize::MAX;
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[(i - 1) * w + j] + 1)
-                .min(d[i * w + j - 1] + 1)
-                .min(d[(i - 1) * w + j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[(i - 2) * w + j - 2] + 1);
-            }
-            d[i * w + j] = v;
-            row_min = row_min.min(v);
-        }
-        if row_min > max {
+    Osa::default().distance(&a, b, max)
+}
+
+/// [`osa_distance`] with buffers kept between calls: comparing a word with a whole vocabulary
+/// allocates nothing per pair.
+#[derive(Debug, Default)]
+pub struct Osa {
+    b: Vec<char>,
+    /// The rows i − 2, i − 1 and i of the distance matrix.
+    rows: [Vec<usize>; 3],
+}
+
+impl Osa {
+    pub fn distance(&mut self, a: &[char], b: &str, max: usize) -> Option<usize> {
+        self.b.clear();
+        self.b.extend(b.chars());
+        let b = &self.b;
+        if a.len().abs_diff(b.len()) > max {
             return None;
         }
+        let w = b.len() + 1;
+        for row in &mut self.rows {
+            row.clear();
+            row.resize(w, 0);
+        }
+        let [two, one, cur] = &mut self.rows;
+        for (j, cell) in one.iter_mut().enumerate() {
+            *cell = j;
+        }
+        for i in 1..=a.len() {
+            cur[0] = i;
+            let mut row_min = cur[0];
+            for j in 1..=b.len() {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                let mut v = (one[j] + 1).min(cur[j - 1] + 1).min(one[j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    v = v.min(two[j - 2] + 1);
+                }
+                cur[j] = v;
+                row_min = row_min.min(v);
+            }
+            if row_min > max {
+                return None;
+            }
+            std::mem::swap(two, one);
+            std::mem::swap(one, cur);
+        }
+        let dist = one[b.len()];
+        (dist <= max).then_some(dist)
     }
-    let dist = d[a.len() * w + b.len()];
-    (dist <= max).then_some(dist)
 }
 
 #[cfg(test)]
@@ -172,5 +205,8 @@ mod tests {
         assert_eq!(osa_distance("kitten", "sitting", 2), None);
         assert_eq!(osa_distance("kitten", "sitting", 3), Some(3));
         assert_eq!(osa_distance("устоновка", "установка", 1), Some(1));
+        assert_eq!(osa_distance("ab", "ba", 1), Some(1));
+        assert_eq!(osa_distance("", "abc", 3), Some(3));
+        assert_eq!(osa_distance("abc", "", 2), None);
     }
 }

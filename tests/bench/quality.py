@@ -1,51 +1,80 @@
 #!/usr/bin/env python3
-"""Quality benchmark: retrieval quality of every search mode on public IR test sets.
+"""Quality benchmark: retrieval quality and latency of every search mode, in one run.
 
-Datasets (BEIR layout, read-only under ../shared/eval):
-  scifact         5,183 abstracts, 300 test queries (qrels/test.tsv); qrels/train.tsv is used only
-                  by `--split train` when comparing fusion methods, never the test split.
-  xquad-r/en-paragraph, xquad-r/ru-paragraph   240 paragraphs, 1,190 questions each.
+Datasets:
+  docs:<corpus>   the project's own developer questions (tests/questions/docs-questions.jsonl:
+                  graded judgments, dev/test split by question) over real documentation sets
+                  from ../shared/corpora: en-small-fastapi-docs, en-small-rust-book,
+                  en-medium-powershell-docs, ru-small-fastapi-docs, ru-small-vue-docs.
+  titles:<corpus> generated: the exact title of 60 pages per corpus (every page with that exact
+                  title is relevant), split dev/test by a hash of the path. A page's title must
+                  bring the page itself.
+  scifact         BEIR SciFact, 5,183 abstracts, 300 test queries (qrels/test.tsv); `--split
+                  dev` reads qrels/train.tsv (809 queries), which is what weights are chosen on.
+  xquad-r/en-paragraph, xquad-r/ru-paragraph   240 paragraphs, 1,190 questions each (no
+                  split: regression checks only, never used to choose anything).
 
-For each dataset the corpus is written out as one markdown file per document (`<_id>.md`: the title
-as an H1, then the text) into the cache (never the repo), indexed by the release `index-builder`,
-and every query is sent through `docloupe search --jsonl` (one engine, one process, the real batch
-mode). Results are chunks; a document's rank is the rank of its first chunk (maxChunksPerDocument=1
-makes every result a distinct document). Metrics are computed here, trec_eval style:
-Rows: fulltext, semantic, hybrid (fused, no rerank) and hybrid+rerank (the project's reranker
-over the fused top candidateLimit=30, the contract's default) on the same bundle and candidates.
+Each corpus is indexed by the release `index-builder` into the cache (never the repo), and every
+query goes through one `docloupe search --jsonl` process per mode (the real batch mode). Results
+are chunks; a document's rank is that of its first chunk (maxChunksPerDocument=1 makes every
+result a distinct document). Rows: fulltext, semantic, hybrid (fused, no second stage) and
+hybrid+rerank (the default pipeline: the learned second stage over the fused top
+candidateLimit); hybrid+xenc (the project's cross-encoder as the second stage) on request.
 
-  nDCG@10     gain = qrel grade, discount log2(rank + 1), ideal from the qrels
-  Recall@100  relevant documents in the top 100 / relevant documents
-  MRR@10      1 / rank of the first relevant document within 10
-  Hit@3       share of queries with a relevant document in the top 3
-and latency p50/p95 from the engine's own `timings.totalMs` per query (single thread).
+Metrics, at document level:
+  Top3      share of queries with an answering document (grade 2; any relevant one for the
+            BEIR sets) in the first 3
+  P@5       relevant documents (grade >= 1) among the first 5, / 5
+  MRR@10    1 / rank of the first answering document within 10
+  nDCG@10   gain = grade, discount log2(rank + 1), ideal from the judgments
+  R@100     relevant documents in the first 100 / relevant documents
+and each stage's latency from the engine's own timings (embed, retrieve, rerank, total;
+p50/p95 over the queries, one query at a time, one thread).
 
-Usage: python3 tests/bench/quality.py [--split test|train] [--modes m1,m2] [dataset ...]
+Usage: python3 tests/bench/quality.py [--split test|dev] [--modes m1,m2] [dataset ...]
+  (no dataset: all of them; `docs` = every docs set, `titles` = every titles set)
 """
 import argparse
 import hashlib
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
+import tarfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EVAL = os.path.join(os.path.dirname(ROOT), "shared", "eval")
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+EVAL = os.path.join(SHARED, "eval")
+CORPORA = os.path.join(SHARED, "corpora")
+QUESTIONS = os.path.join(ROOT, "tests", "questions", "docs-questions.jsonl")
 BIN = os.path.join(ROOT, "target", "release")
 CACHE = os.environ.get("DOCLOUPE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "docloupe")
 WORK = os.path.join(CACHE, "bench-quality")
-DATASETS = ["scifact", "xquad-r/en-paragraph", "xquad-r/ru-paragraph"]
-# (label, request fields); the rerank row is added when a reranker is available.
+DOCS_CORPORA = ["en-small-fastapi-docs", "en-small-rust-book", "en-medium-powershell-docs",
+                "ru-small-fastapi-docs", "ru-small-vue-docs"]
+BEIR = ["scifact", "xquad-r/en-paragraph", "xquad-r/ru-paragraph"]
+DATASETS = [f"docs:{c}" for c in DOCS_CORPORA] + [f"titles:{c}" for c in DOCS_CORPORA] + BEIR
 MODES = {
     "fulltext": {"mode": "fulltext"},
     "semantic": {"mode": "semantic"},
     "hybrid": {"mode": "hybrid", "rerank": False},
     "hybrid+rerank": {"mode": "hybrid", "rerank": True},
+    # The optional second stage: the project's cross-encoder instead of the learned ranker.
+    "hybrid+xenc": {"mode": "hybrid", "rerank": True},
 }
+# Extra `docloupe search` arguments per row.
+MODE_ARGS = {
+    "hybrid+xenc": ["--reranker", os.path.join(ROOT, "prebuild", "reranker", "model"), "--rerank-budget-ms", "60000"],
+}
+DEFAULT_MODES = "fulltext,semantic,hybrid,hybrid+rerank"
 DEPTH = 100
+TITLES_PER_CORPUS = 60
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
 
 
 def read_jsonl(path):
@@ -64,38 +93,108 @@ def read_qrels(path):
     return qrels
 
 
-def prepare(name, rebuild=False):
-    """Writes the corpus as markdown and builds its bundle; reuses the bundle while the corpus is
-    unchanged (pass --rebuild after changing the builder: relinking alone would not change it)."""
+def build(docs, bundle, stamp_value, extra_build, rebuild):
+    """Builds `docs` into `bundle` unless the stamp says it is already there."""
+    stamp = bundle + ".stamp"
+    key = stamp_value + json.dumps(extra_build)
+    if not rebuild and os.path.exists(bundle) and os.path.exists(stamp) and open(stamp).read() == key:
+        return bundle
+    t = time.monotonic()
+    log(f"  building {bundle} ...")
+    r = subprocess.run([os.path.join(BIN, "index-builder"), "build", docs, "--out", bundle, "--quiet",
+                        "--force-rebuild", *extra_build], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"index-builder failed on {docs}:\n{r.stderr}")
+    info = json.loads(r.stdout)
+    log(f"  {info['documentsProcessed']} documents, {info['chunksWritten']} chunks in {time.monotonic() - t:.0f} s")
+    with open(stamp, "w") as f:
+        f.write(key)
+    return bundle
+
+
+def beir_bundle(name, extra_build, rebuild):
+    """Writes a BEIR corpus as one markdown file per document (title as H1) and builds it."""
     src = os.path.join(EVAL, name)
     out = os.path.join(WORK, name.replace("/", "_"))
     docs = os.path.join(out, "docs")
-    bundle = os.path.join(out, "corpus.bundle")
     h = hashlib.sha256()
     with open(os.path.join(src, "corpus.jsonl"), "rb") as f:
         h.update(f.read())
-    stamp = os.path.join(out, "stamp")
-    if not rebuild and os.path.exists(bundle) and os.path.exists(stamp) and open(stamp).read() == h.hexdigest():
-        return bundle
-    os.makedirs(docs, exist_ok=True)
-    for doc in read_jsonl(os.path.join(src, "corpus.jsonl")):
-        title = doc.get("title", "").strip()
-        body = doc["text"].strip()
-        text = f"# {title}\n\n{body}\n" if title else f"{body}\n"
-        with open(os.path.join(docs, doc["_id"] + ".md"), "w", encoding="utf-8") as f:
-            f.write(text)
-    t = time.monotonic()
-    print(f"  building {name} bundle ...", file=sys.stderr, flush=True)
-    r = subprocess.run([os.path.join(BIN, "index-builder"), "build", docs, "--out", bundle, "--quiet"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"index-builder failed on {name}:\n{r.stderr}")
-    info = json.loads(r.stdout)
-    print(f"  {info['documentsProcessed']} documents, {info['chunksWritten']} chunks in "
-          f"{time.monotonic() - t:.0f} s", file=sys.stderr, flush=True)
-    with open(stamp, "w") as f:
-        f.write(h.hexdigest())
-    return bundle
+    if not os.path.isdir(docs):
+        os.makedirs(docs + ".tmp", exist_ok=True)
+        for doc in read_jsonl(os.path.join(src, "corpus.jsonl")):
+            title = doc.get("title", "").strip()
+            body = doc["text"].strip()
+            with open(os.path.join(docs + ".tmp", doc["_id"] + ".md"), "w", encoding="utf-8") as f:
+                f.write(f"# {title}\n\n{body}\n" if title else f"{body}\n")
+        os.rename(docs + ".tmp", docs)
+    return build(docs, os.path.join(out, tag_of(extra_build) + ".bundle"), h.hexdigest(), extra_build, rebuild)
+
+
+def corpus_dir(corpus):
+    """Extracts a docs corpus into the cache once; returns the folder it unpacks to."""
+    base = os.path.join(WORK, "corpora")
+    folder = os.path.join(base, corpus)
+    if not os.path.isdir(folder):
+        os.makedirs(base, exist_ok=True)
+        with tarfile.open(os.path.join(CORPORA, corpus + ".tar.gz")) as t:
+            t.extractall(base, filter="data")
+    return folder
+
+
+def docs_bundle(corpus, extra_build, rebuild):
+    archive = os.path.join(CORPORA, corpus + ".tar.gz")
+    stamp = f"{os.path.getsize(archive)}:{os.path.getmtime(archive)}"
+    out = os.path.join(WORK, "docs", corpus)
+    os.makedirs(out, exist_ok=True)
+    return build(corpus_dir(corpus), os.path.join(out, tag_of(extra_build) + ".bundle"), stamp, extra_build, rebuild)
+
+
+def tag_of(extra_build):
+    return "bundle-" + hashlib.sha256(json.dumps(extra_build).encode()).hexdigest()[:8] if extra_build else "bundle"
+
+
+def split_of(key):
+    """dev or test, by a hash (for generated queries)."""
+    return "dev" if hashlib.sha256(key.encode()).digest()[0] % 2 == 0 else "test"
+
+
+def title_queries(corpus, bundle):
+    """Exact page titles as queries; every page with that exact title is relevant."""
+    r = subprocess.run([os.path.join(BIN, "index-builder"), "dump", bundle], capture_output=True, text=True, check=True)
+    titles = {}
+    for line in r.stdout.splitlines():
+        c = json.loads(line)
+        if c["chunkIndex"] == 0 and c["title"].strip():
+            titles.setdefault(c["title"].strip(), set()).add(c["documentPath"])
+    # Titles of up to 8 words that name few pages (a title shared by many is no target).
+    usable = sorted((t, p) for t, p in titles.items() if len(t.split()) <= 8 and len(p) <= 6)
+    usable.sort(key=lambda tp: hashlib.sha256((corpus + tp[0]).encode()).hexdigest())
+    return [{"id": f"title-{i}", "text": t, "rels": {p: 2 for p in paths}, "split": split_of(t)}
+            for i, (t, paths) in enumerate(usable[:TITLES_PER_CORPUS])]
+
+
+def dataset(name, split, extra_build, rebuild):
+    """(bundle, queries: [{id, text, rels}], lang)"""
+    kind, _, rest = name.partition(":")
+    if kind == "docs":
+        bundle = docs_bundle(rest, extra_build, rebuild)
+        qs = [q for q in read_jsonl(QUESTIONS) if q["corpus"] == rest and q["split"] == split]  # train: the ranker's
+        lang = qs[0]["lang"] if qs else "?"
+        return bundle, [{"id": q["id"], "text": q["question"], "rels": q["judgments"]} for q in qs], lang
+    if kind == "titles":
+        bundle = docs_bundle(rest, extra_build, rebuild)
+        qs = [q for q in title_queries(rest, bundle) if q["split"] == split]
+        return bundle, qs, "ru" if rest.startswith("ru-") else "en"
+    qrels_split = {"dev": "train", "train": "train"}.get(split, split) if name == "scifact" else "test"
+    qrels_path = os.path.join(EVAL, name, "qrels", f"{qrels_split}.tsv")
+    if name != "scifact" and split != "test":
+        return None, [], ""
+    qrels = read_qrels(qrels_path)
+    bundle = beir_bundle(name, extra_build, rebuild)
+    qs = [{"id": q["_id"], "text": q["text"], "rels": qrels[q["_id"]]}
+          for q in read_jsonl(os.path.join(EVAL, name, "queries.jsonl")) if q["_id"] in qrels]
+    return bundle, qs, "ru" if "/ru-" in name else "en"
 
 
 def search_jsonl(bundle, requests, extra_args):
@@ -111,13 +210,16 @@ def search_jsonl(bundle, requests, extra_args):
     return out
 
 
-def run_queries(bundle, queries, fields, extra_args):
-    """Sends every query through one `docloupe search --jsonl` process; returns
-    (ranked document ids per query, totalMs per query, error count)."""
+def doc_key(path, beir):
+    return os.path.splitext(os.path.basename(path))[0] if beir else path
+
+
+def run_queries(bundle, queries, fields, extra_args, beir):
+    """(ranked document keys per query, timings per query, errors, fallbacks)"""
     requests = [{"query": q["text"], "limit": DEPTH, "maxChunksPerDocument": 1, "includeContext": False, **fields}
                 for q in queries]
     out = search_jsonl(bundle, requests, ["--max-limit", str(DEPTH), *extra_args])
-    ranked, latency, errors, fallbacks = [], [], 0, 0
+    ranked, timings, errors, fallbacks = [], [], 0, 0
     for resp in out:
         if "errorCode" in resp:
             errors += 1
@@ -126,28 +228,31 @@ def run_queries(bundle, queries, fields, extra_args):
         fallbacks += bool(resp["fallbackApplied"])
         seen, ids = set(), []
         for res in resp["results"]:
-            d = os.path.splitext(os.path.basename(res["documentPath"]))[0]
+            d = doc_key(res["documentPath"], beir)
             if d not in seen:
                 seen.add(d)
                 ids.append(d)
         ranked.append(ids)
-        latency.append(resp["timings"]["totalMs"])
-    return ranked, latency, errors, fallbacks
+        timings.append(resp["timings"])
+    return ranked, timings, errors, fallbacks
 
 
-def metrics(ranked, rels):
-    ndcg = recall = mrr = hit3 = 0.0
+def metrics(ranked, rels, answer_grade):
+    """Top3, P@5, MRR@10, nDCG@10, R@100 averaged over queries."""
+    top3 = p5 = mrr = ndcg = recall = 0.0
     for ids, rel in zip(ranked, rels):
+        answers = {d for d, g in rel.items() if g >= answer_grade}
+        top3 += any(d in answers for d in ids[:3])
+        p5 += sum(1 for d in ids[:5] if rel.get(d, 0) > 0) / 5
+        first = next((i for i, d in enumerate(ids[:10]) if d in answers), None)
+        mrr += 0 if first is None else 1 / (first + 1)
         dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ids[:10]))
         ideal = sorted(rel.values(), reverse=True)[:10]
-        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-        ndcg += dcg / idcg
-        recall += len([d for d in ids[:DEPTH] if d in rel]) / len(rel)
-        first = next((i for i, d in enumerate(ids[:10]) if d in rel), None)
-        mrr += 0 if first is None else 1 / (first + 1)
-        hit3 += any(d in rel for d in ids[:3])
-    n = len(ranked)
-    return ndcg / n, recall / n, mrr / n, hit3 / n
+        ndcg += dcg / sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+        positive = [d for d, g in rel.items() if g > 0]
+        recall += len([d for d in ids[:DEPTH] if rel.get(d, 0) > 0]) / len(positive)
+    n = max(len(ranked), 1)
+    return dict(top3=top3 / n, p5=p5 / n, mrr10=mrr / n, ndcg10=ndcg / n, recall100=recall / n)
 
 
 def percentile(xs, p):
@@ -159,69 +264,93 @@ def percentile(xs, p):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+def expand(names):
+    out = []
+    for n in names:
+        if n in ("docs", "titles"):
+            out += [f"{n}:{c}" for c in DOCS_CORPORA]
+        else:
+            out.append(n)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("datasets", nargs="*", default=DATASETS)
-    ap.add_argument("--split", default="test", help="qrels split (test, or train for SciFact)")
-    ap.add_argument("--modes", help="comma list of " + ", ".join(MODES)
-                    + " (default: all; hybrid+rerank only with --reranker)")
-    ap.add_argument("--reranker", default=os.path.join(ROOT, "prebuild", "reranker", "model"),
-                    help="cross-encoder directory for the hybrid+rerank row (default: the project's own)")
-    ap.add_argument("--rerank-weight", help="engine rerank weight override, for comparisons")
-    ap.add_argument("--no-reranker", action="store_true", help="skip the hybrid+rerank row")
-    ap.add_argument("--fusion", help="engine fusion method override (rrf or weighted), for comparisons")
-    ap.add_argument("--max-queries", type=int, help="only the first N queries (quick checks)")
-    ap.add_argument("--no-latency", action="store_true", help="skip the rerank latency line")
+    ap.add_argument("--split", default="test", choices=["test", "dev", "train"],
+                    help="test (reported), dev (what settings and models are chosen on; SciFact "
+                         "train) or train (what the learned ranker is fitted on)")
+    ap.add_argument("--modes", help="comma list of " + ", ".join(MODES) + f" (default: {DEFAULT_MODES})")
+    ap.add_argument("--search-args", default="", help="extra `docloupe search` arguments, for comparisons")
+    ap.add_argument("--build-args", default="", help="extra `index-builder build` arguments (e.g. --model DIR)")
+    ap.add_argument("--max-queries", type=int, help="only the first N queries per dataset (quick checks)")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the bundles")
     ap.add_argument("--json", help="also write the table as JSON to this file")
+    ap.add_argument("--runs", help="write every ranking as JSON lines to this file (for analysis)")
     args = ap.parse_args()
-    extra = ["--fusion", args.fusion] if args.fusion else []
-    if args.rerank_weight:
-        extra += ["--rerank-weight", args.rerank_weight]
-    rerank = not args.no_reranker and os.path.exists(os.path.join(args.reranker, "manifest.json"))
-    extra += ["--reranker", args.reranker] if rerank else ["--no-reranker"]
-    modes = args.modes or ",".join(m for m in MODES if rerank or m != "hybrid+rerank")
-    table = []
-    print(f"{'dataset':<22} {'mode':<14} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'Hit@3':>6} "
-          f"{'p50 ms':>7} {'p95 ms':>7}  notes")
-    for name in args.datasets:
-        qrels_path = os.path.join(EVAL, name, "qrels", f"{args.split}.tsv")
-        if not os.path.exists(qrels_path):
-            print(f"{name}: no {args.split} split, skipped", file=sys.stderr)
+    extra = args.search_args.split()
+    extra_build = args.build_args.split()
+    modes = (args.modes or DEFAULT_MODES).split(",")
+    table, runs = [], []
+    print(f"split: {args.split}   search args: {' '.join(extra) or '-'}   build args: {' '.join(extra_build) or '-'}")
+    print(f"{'dataset':<36} {'mode':<14} {'n':>4} {'Top3':>6} {'P@5':>6} {'MRR@10':>6} {'nDCG@10':>7} {'R@100':>6}"
+          f"  {'embed':>11} {'retrieve':>11} {'rerank':>11} {'total':>11}  (ms p50/p95)")
+    groups = {}
+    for name in expand(args.datasets):
+        bundle, queries, lang = dataset(name, args.split, extra_build, args.rebuild)
+        if not queries:
+            log(f"{name}: no {args.split} queries, skipped")
             continue
-        qrels = read_qrels(qrels_path)
-        queries = [q for q in read_jsonl(os.path.join(EVAL, name, "queries.jsonl")) if q["_id"] in qrels]
         queries = queries[:args.max_queries] if args.max_queries else queries
-        bundle = prepare(name, args.rebuild)
-        rels = [qrels[q["_id"]] for q in queries]
-        for label in modes.split(","):
-            ranked, latency, errors, fallbacks = run_queries(bundle, queries, MODES[label], extra)
-            ndcg, recall, mrr, hit3 = metrics(ranked, rels)
-            notes = []
-            if errors:
-                notes.append(f"{errors} errors")
-            if fallbacks:
-                notes.append(f"{fallbacks} fallbacks")
-            row = dict(dataset=name, split=args.split, mode=label, queries=len(queries), ndcg10=ndcg,
-                       recall100=recall, mrr10=mrr, hit3=hit3, p50_ms=percentile(latency, 0.5),
-                       p95_ms=percentile(latency, 0.95), errors=errors, fallbacks=fallbacks)
+        beir = not name.startswith(("docs:", "titles:"))
+        answer_grade = 1 if beir else 2
+        rels = [q["rels"] for q in queries]
+        for label in modes:
+            ranked, timings, errors, fallbacks = run_queries(bundle, queries, MODES[label],
+                                                             extra + MODE_ARGS.get(label, []), beir)
+            m = metrics(ranked, rels, answer_grade)
+            stage = {k: (percentile([t[k] for t in timings], 0.5), percentile([t[k] for t in timings], 0.95))
+                     for k in ("embedMs", "retrieveMs", "rerankMs", "totalMs")}
+            notes = ([f"{errors} errors"] if errors else []) + ([f"{fallbacks} fallbacks"] if fallbacks else [])
+            row = dict(dataset=name, lang=lang, split=args.split, mode=label, queries=len(queries), **m,
+                       latency={k: {"p50": v[0], "p95": v[1]} for k, v in stage.items()},
+                       errors=errors, fallbacks=fallbacks)
             table.append(row)
-            print(f"{name:<22} {label:<14} {ndcg:8.4f} {recall:7.4f} {mrr:7.4f} {hit3:6.3f} "
-                  f"{row['p50_ms']:7.1f} {row['p95_ms']:7.1f}  {', '.join(notes)}", flush=True)
-    if rerank and not args.no_latency:
-        # The rerank stage alone, at the size the issue budgets: 20 candidates per query,
-        # one thread, timed by the engine (timings.rerankMs), on the first dataset's queries.
-        name = args.datasets[0]
-        queries = read_jsonl(os.path.join(EVAL, name, "queries.jsonl"))[:200]
-        requests = [{"query": q["text"], "limit": 20, "candidateLimit": 20, "includeContext": False}
-                    for q in queries]
-        ms = [resp["timings"]["rerankMs"]
-              for resp in search_jsonl(prepare(name), requests, ["--rerank-budget-ms", "60000", *extra])]
-        print(f"rerank stage, 20 candidates, {len(ms)} {name} queries, native 1 thread: "
-              f"p50 {percentile(ms, 0.5):.1f} ms, p95 {percentile(ms, 0.95):.1f} ms")
+            if name.startswith(("docs:", "titles:")):
+                g = groups.setdefault((name.split(":")[0], lang, label), [])
+                g.append((len(queries), m))
+            runs += [dict(dataset=name, mode=label, id=q["id"], ranked=r[:20]) for q, r in zip(queries, ranked)]
+            lat = "  ".join(f"{v[0]:5.1f}/{v[1]:5.1f}" for v in stage.values())
+            print(f"{name:<36} {label:<14} {len(queries):>4} {m['top3']:6.3f} {m['p5']:6.3f} {m['mrr10']:6.3f} "
+                  f"{m['ndcg10']:7.4f} {m['recall100']:6.3f}  {lat}  {', '.join(notes)}", flush=True)
+    # Query-weighted means over the docs and titles sets, per language and in all.
+    if groups:
+        print()
+        for key in sorted(groups, key=lambda k: (k[0], k[1], list(MODES).index(k[2]))):
+            parts = groups[key]
+            n = sum(p[0] for p in parts)
+            mean = {k: sum(p[0] * p[1][k] for p in parts) / n for k in ("top3", "p5", "mrr10", "ndcg10", "recall100")}
+            label = f"{key[0]} (all {key[1]})"
+            table.append(dict(dataset=label, lang=key[1], split=args.split, mode=key[2], queries=n, **mean))
+            print(f"{label:<36} {key[2]:<14} {n:>4} {mean['top3']:6.3f} {mean['p5']:6.3f} {mean['mrr10']:6.3f} "
+                  f"{mean['ndcg10']:7.4f} {mean['recall100']:6.3f}")
+        for kind in ("docs", "titles"):
+            for label in modes:
+                parts = [p for k, v in groups.items() if k[0] == kind and k[2] == label for p in v]
+                if not parts:
+                    continue
+                n = sum(p[0] for p in parts)
+                mean = {k: sum(p[0] * p[1][k] for p in parts) / n for k in ("top3", "p5", "mrr10", "ndcg10", "recall100")}
+                table.append(dict(dataset=f"{kind} (all)", lang="*", split=args.split, mode=label, queries=n, **mean))
+                print(f"{kind + ' (all)':<36} {label:<14} {n:>4} {mean['top3']:6.3f} {mean['p5']:6.3f} "
+                      f"{mean['mrr10']:6.3f} {mean['ndcg10']:7.4f} {mean['recall100']:6.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
+    if args.runs:
+        with open(args.runs, "w") as f:
+            for r in runs:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

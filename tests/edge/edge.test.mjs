@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { env } from '../wasm/env.mjs';
-import { statusFor } from '../../www/edge/http.js';
+import { statusFor, RateLimiter, trimLikeRust, jsonDepth } from '../../www/edge/http.js';
 import { startPlainWorkerd, freePort } from './workerd.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -178,6 +178,52 @@ test('400: malformed JSON, wrong or missing content type, bodies over the limit,
   const chunked = await fetch(main.url + QUERY, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: stream, duplex: 'half' });
   assert.equal((await expectError(chunked, 400, 'INVALID_REQUEST')).details.reason, 'body_too_large');
   await expectError(await post(main, new Uint8Array([0x7b, 0xff, 0x7d])), 400, 'INVALID_REQUEST');
+});
+
+test('400, never 500, for a body nested thousands deep (regression)', async () => {
+  const deep = `{"query":"cache","filters":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+  const body = await expectError(await post(main, deep), 400, 'INVALID_REQUEST');
+  assert.equal(body.details.reason, 'too_deep');
+  // Brackets inside strings do not count.
+  assert.equal((await post(main, { query: `cache ${'['.repeat(100)}` })).status, 200);
+  assert.equal(jsonDepth('{"a":"[[[[","b":[{}]}'), 3);
+});
+
+test('the cache key trims the query as the engine does: U+FEFF is not space to it (regression)', async () => {
+  assert.equal(trimLikeRust('\ufeff purge \u0085'), '\ufeff purge');
+  const plain = await post(main, { query: 'purge', mode: 'fulltext', limit: 2 });
+  assert.ok(['miss', 'hit'].includes(plain.headers.get('X-Docloupe-Cache')));
+  const bom = await post(main, { query: '\ufeffpurge', mode: 'fulltext', limit: 2 });
+  assert.equal(bom.headers.get('X-Docloupe-Cache'), 'miss', 'another query, another cache entry');
+  assert.equal((await bom.json()).query, '\ufeffpurge');
+});
+
+test('the in-isolate rate limiter never forgets a limited client, however many others come (regression)', () => {
+  const limiter = new RateLimiter(2, 60_000, 100, 400);
+  assert.equal(limiter.take('attacker', 0), null);
+  assert.equal(limiter.take('attacker', 0), null);
+  assert.ok(limiter.take('attacker', 0) >= 1);
+  for (let i = 0; i < 10_000; i++) limiter.take(`rotating-${i}`, 1);
+  assert.ok(limiter.take('attacker', 2) >= 1, 'still limited');
+  assert.ok(limiter.buckets.size <= 400, `${limiter.buckets.size} buckets`);
+  // Refilled clients are forgotten first, and a new one is then served.
+  assert.equal(limiter.take('newcomer', 120_000), null);
+});
+
+test('500 INTERNAL_ERROR (fail closed) when a numeric setting does not parse (regression)', async () => {
+  const w = await startWorker({ vars: { MAX_BODY_BYTES: '16KB', RATE_LIMIT_PER_MINUTE: 'lots' } });
+  try {
+    await expectError(await post(w, { query: 'cache' }), 500, 'INTERNAL_ERROR');
+    let line;
+    for (let i = 0; i < 50 && !line; i++) {
+      line = w.logs().find((l) => /misconfigured/.test(l.internal ?? ''));
+      if (!line) await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.match(line.internal, /MAX_BODY_BYTES must be a whole number/);
+    assert.match(line.internal, /RATE_LIMIT_PER_MINUTE/);
+  } finally {
+    w.stop();
+  }
 });
 
 test('404 for another project and for unknown paths; 405 for other methods', async () => {

@@ -193,3 +193,44 @@ pub fn xlsx(sheets: &[(&str, &[&[&str]])]) -> Vec<u8> {
     }
     book.save_to_buffer().unwrap()
 }
+
+/// Hostile files (issue 24): each was once enough to stop a whole build.
+pub mod hostile {
+    use lopdf::{Document, Object};
+
+    /// A workbook with two cells, at A1 and at XFD1048576, the last cell a sheet can have:
+    /// 1.5 KB that a dense read turns into 17·10⁹ cells.
+    pub fn xlsx_far_corners() -> Vec<u8> {
+        let mut book = rust_xlsxwriter::Workbook::new();
+        let sheet = book.add_worksheet();
+        sheet.write_string(0, 0, "corner").unwrap();
+        sheet.write_string(1_048_575, 16_383, "far corner").unwrap();
+        book.save_to_buffer().unwrap()
+    }
+
+    /// `pdf` with its first outline entry's `key` (`First` or `Next`) pointing at itself: a
+    /// cycle that recursed without end (`First`: stack overflow) or looped (`Next`: memory).
+    pub fn pdf_outline_cycle(pdf: &[u8], key: &str) -> Vec<u8> {
+        let mut doc = Document::load_mem(pdf).unwrap();
+        let outlines = doc
+            .catalog()
+            .unwrap()
+            .get(b"Outlines")
+            .unwrap()
+            .as_reference()
+            .unwrap();
+        let first = doc
+            .get_dictionary(outlines)
+            .unwrap()
+            .get(b"First")
+            .unwrap()
+            .as_reference()
+            .unwrap();
+        doc.get_dictionary_mut(first)
+            .unwrap()
+            .set(key, Object::Reference(first));
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+}

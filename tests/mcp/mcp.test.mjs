@@ -4,6 +4,7 @@
 // corrupt.bundle, DOCLOUPE_MODEL_DIR). Writes a transcript of one session to
 // target/test-output/mcp/transcript.jsonl.
 import { test, after } from 'node:test';
+import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,6 +21,7 @@ const need = (name) => {
 const WORK = need('DOCLOUPE_MCP_WORK');
 const MODELS = need('DOCLOUPE_MODEL_DIR');
 const BUNDLE = path.join(WORK, 'fixtures.bundle');
+const OTHER = path.join(WORK, 'other.bundle');
 const OUT = path.join(ROOT, 'target/test-output/mcp');
 fs.mkdirSync(OUT, { recursive: true });
 
@@ -61,8 +63,9 @@ test('initialize, list tools: both tools, search_documents with exactly the spec
   assert.deepEqual(tools.map((t) => t.name).sort(), ['search_docs', 'search_documents']);
   const schema = tools.find((t) => t.name === 'search_documents').inputSchema;
   assert.deepEqual(Object.keys(schema.properties).sort(), [
-    'date_range', 'document_types', 'include_context', 'limit', 'max_chunks', 'query', 'search_mode', 'source_filter',
+    'date_range', 'document_types', 'include_context', 'limit', 'max_chunks', 'project', 'query', 'search_mode', 'source_filter',
   ]);
+  assert.equal(schema.properties.project.type, 'string');
   assert.deepEqual(schema.required, ['query']);
   assert.equal(schema.additionalProperties, false);
   const p = schema.properties;
@@ -218,4 +221,61 @@ test('every call is logged as a JSON line with its parameters and time; a transc
   assert.ok(lines.every((l) => Date.parse(l.time) && typeof l.durationMs === 'number'));
   assert.equal(lines[0].results, 2);
   assert.equal(lines[2].errorCode, 'INVALID_QUERY');
+});
+
+test('several bundles: search_documents picks one by project; the instructions name only allowed projects (regression)', async () => {
+  const both = await connect(['--bundle', BUNDLE, '--bundle', OTHER]);
+  assert.match(both.getInstructions(), /docloupe\/fixtures.*docloupe\/other/);
+  const first = await call(both, 'search_documents', { query: 'cache', search_mode: 'fulltext' });
+  const other = await call(both, 'search_documents', { query: 'cache', search_mode: 'fulltext', project: 'docloupe/other' });
+  assert.notEqual(other.isError, true, JSON.stringify(other));
+  const paths = (r) => r.structuredContent.results.map((d) => d.file_path);
+  assert.ok(paths(first).includes('en/caching.md'), paths(first));
+  assert.ok(paths(other).includes('guide/caching.md'), paths(other));
+  refused(await call(both, 'search_documents', { query: 'cache', project: 'acme/none' }), 'INDEX_UNAVAILABLE');
+  const scoped = await connect(['--bundle', BUNDLE, '--bundle', OTHER, '--allow-project', 'docloupe/other']);
+  assert.doesNotMatch(scoped.getInstructions(), /docloupe\/fixtures/);
+  assert.match(scoped.getInstructions(), /docloupe\/other/);
+  refused(await call(scoped, 'search_documents', { query: 'cache', project: 'docloupe/fixtures' }), 'UNAUTHORIZED');
+});
+
+test('the query log is created readable by its owner only, and caps what a client sends (regression)', async () => {
+  const log = path.join(WORK, 'private.jsonl');
+  const client = await connect(['--bundle', BUNDLE], { log });
+  await call(client, 'search_documents', { query: 'cache', huge: 'x'.repeat(200_000), list: Array(5000).fill('y') });
+  await call(client, 'search_documents', { query: 'q'.repeat(100_000) });
+  assert.equal(fs.statSync(log).mode & 0o777, 0o600);
+  const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
+  assert.equal(lines.length, 2);
+  for (const l of lines) assert.ok(l.length < 8_000, `a log line of ${l.length} bytes`);
+  assert.equal(JSON.parse(lines[0]).errorCode, 'INVALID_QUERY');
+});
+
+test('a line that is not JSON gets a -32700 parse error, and the session goes on (regression)', async () => {
+  const server = spawn(path.join(ROOT, 'target/release/docloupe'), ['mcp', '--models', MODELS, '--bundle', BUNDLE], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const replies = [];
+  let buffered = '';
+  server.stdout.on('data', (d) => {
+    buffered += d;
+    let i;
+    while ((i = buffered.indexOf('\n')) >= 0) {
+      replies.push(JSON.parse(buffered.slice(0, i)));
+      buffered = buffered.slice(i + 1);
+    }
+  });
+  const next = async (n) => {
+    for (let t = 0; t < 200 && replies.length < n; t++) await new Promise((r) => setTimeout(r, 50));
+    return replies[n - 1];
+  };
+  try {
+    server.stdin.write('this is not json\n');
+    const parse = await next(1);
+    assert.deepEqual([parse.jsonrpc, parse.id, parse.error?.code], ['2.0', null, -32700]);
+    server.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })}\n`);
+    const init = await next(2);
+    assert.equal(init.id, 1);
+    assert.equal(init.result.serverInfo.name, 'docloupe');
+  } finally {
+    server.kill();
+  }
 });

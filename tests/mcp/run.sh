@@ -9,6 +9,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bundle" --model "$MODEL_DIR" \
   --project docloupe/fixtures --quiet >/dev/null
+# A second collection for another project (fulltext only is enough to tell them apart).
+target/release/index-builder build tests/fixtures/site --out "$work/other.bundle" --no-embeddings \
+  --project docloupe/other --quiet >/dev/null
 # The same bundle with one byte flipped in its body: a checksum failure when loaded.
 python3 - "$work/fixtures.bundle" "$work/corrupt.bundle" <<'PY'
 import sys

@@ -34,8 +34,14 @@ const MOUNTS = {
   '/reranker/': { dir: env('DOCLOUPE_RERANKER_DIR'), compress: false },
 };
 const serve = () => startServer(MOUNTS, { headers: { 'Content-Security-Policy': CSP } });
+// The same site with hostile pages and no CSP header: what runs there is the page's own doing.
+const HOSTILE_MOUNTS = {
+  ...MOUNTS,
+  '/hostile/': env('DOCLOUPE_HOSTILE_SITE'),
+  '/hostile-nocsp/': env('DOCLOUPE_HOSTILE_SITE_NOCSP'),
+};
 
-let server, browser;
+let server, browser, bare;
 
 before(async () => {
   const mounts = Object.entries(MOUNTS).map(([prefix, m]) => [prefix, typeof m === 'string' ? m : m.dir]);
@@ -44,12 +50,14 @@ before(async () => {
     lazy: ['/www/docloupe.js', '/www/host.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'],
   });
   server = await serve();
+  bare = await startServer(HOSTILE_MOUNTS);
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, timeout: 60_000 });
 });
 
 after(async () => {
   await browser?.close();
   await server?.close();
+  await bare?.close();
 });
 
 /**
@@ -194,6 +202,59 @@ test('markup quoted in the docs is shown as text, in results and on the page; no
   await context.close();
 });
 
+test('hostile markdown: heading attributes and javascript: links run nothing, even without a CSP header', async () => {
+  for (const site of ['/hostile-nocsp/', '/hostile/']) {
+    const { context, page, check } = await visit(`${site}page.html`, { origin: bare.url });
+    await page.waitForTimeout(300);
+    // autofocus + onfocus would have run on load; focus the heading and click the link text too.
+    await page.locator('h2').focus().catch(() => {});
+    await page.keyboard.press('Tab');
+    await page.getByText('click me').click();
+    await page.getByText(/pwned-autolink/).click();
+    await page.waitForTimeout(300);
+    assert.equal(await page.title(), 'Hostile · Documentation', `${site}: nothing rewrote the title`);
+    assert.equal(new URL(page.url()).pathname, `${site}page.html`, `${site}: no navigation`);
+    const attrs = await page.evaluate(() => [...document.querySelectorAll('*')].flatMap((e) => e.getAttributeNames().filter((a) => a.startsWith('on'))));
+    assert.deepEqual(attrs, [], 'no event-handler attribute on the page');
+    const links = await page.evaluate(() => [...document.querySelectorAll('a[href]')].map((a) => a.href));
+    assert.ok(links.every((h) => h.startsWith(bare.url)), `only same-site links: ${links}`);
+    // The trap file is not a page, nor a link in the page list.
+    assert.ok(!links.some((h) => /pwned/.test(decodeURIComponent(h))), `${links}`);
+    const meta = await page.locator('meta[http-equiv="Content-Security-Policy"]').count();
+    assert.equal(meta, site === '/hostile/' ? 1 : 0, `${site}: the default render carries the CSP`);
+    await shot(page, `hostile-${site.replace(/\//g, '')}`);
+    await check();
+    await context.close();
+  }
+});
+
+test('a result never opens a javascript: URL or another site, whatever href says', async () => {
+  const { context, page, check } = await visit('/', { origin: bare.url });
+  const paths = await page.evaluate(async () => {
+    const { pagePath } = await import('/www/docloupe-search.js');
+    return ['javascript:alert(1).md', '//elsewhere.example/x.md', 'guide/a b#c.md'].map((p) => new URL(pagePath(p), location.href).href);
+  });
+  assert.equal(paths[0], `${bare.url}/javascript%3Aalert(1).md`);
+  assert.ok(paths.every((u) => new URL(u).origin === bare.url), `every page path stays on the site: ${paths}`);
+  assert.equal(paths[2], `${bare.url}/guide/a%20b%23c.md`);
+  for (const target of ['javascript:document.title="pwned"', 'https://elsewhere.example/x', '//elsewhere.example/x', 'data:text/html,x']) {
+    await page.evaluate(async (t) => {
+      const { DocloupeSearch } = await import('/www/docloupe-search.js');
+      DocloupeSearch.configure({ href: () => t });
+    }, target);
+    await search(page, 'cache size');
+    await page.keyboard.press('Enter');
+    await page.waitForTimeout(300);
+    assert.equal(new URL(page.url()).pathname, '/', `${target}: no navigation`);
+    assert.doesNotMatch(await page.title(), /pwned/);
+    assert.match(await page.locator('.dls-status').textContent(), /cannot be opened/, target);
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Escape');
+  }
+  await check();
+  await context.close();
+});
+
 test('the hybrid answer replaces the fulltext one when the models are in, keeping the selection', async () => {
   const { context, page, check } = await visit('/');
   await page.keyboard.press('Control+k');
@@ -302,6 +363,73 @@ test('no serious or critical accessibility violations (axe-core), light and dark
     assert.equal(r + g + b < 150, colorScheme === 'dark', `${colorScheme} theme background ${bg}`);
     await shot(page, `theme-${colorScheme}`);
     await context.close();
+  }
+});
+
+/** Registers the site's offline worker and resolves with the state it ends in. */
+const installState = (page) =>
+  page.evaluate(async () => {
+    const reg = await navigator.serviceWorker.register('/docloupe-sw.js');
+    const w = reg.installing ?? reg.waiting ?? reg.active;
+    if (w.state === 'activated' || w.state === 'redundant') return w.state;
+    return new Promise((resolve) => {
+      w.addEventListener('statechange', () => ['activated', 'redundant'].includes(w.state) && resolve(w.state));
+    });
+  });
+
+test('service worker (regressions): keeps no no-store or private answer, never caches a file that is not the manifest\'s, and fails an install over a changed file', async () => {
+  const tmp = fs.mkdtempSync(path.join(SITE, '..', 'sw-'));
+  try {
+    const copy = (from, to) => fs.cpSync(from, to, { recursive: true });
+    const [site, data] = [path.join(tmp, 'site'), path.join(tmp, 'data')];
+    copy(SITE, site);
+    copy(env('DOCLOUPE_SITE_BUNDLE'), data);
+    fs.mkdirSync(path.join(tmp, 'private'));
+    fs.writeFileSync(path.join(tmp, 'private', 'account.html'), '<p>private</p>');
+    fs.mkdirSync(path.join(tmp, 'open'));
+    fs.writeFileSync(path.join(tmp, 'open', 'note.html'), '<p>open</p>');
+    const mounts = { ...MOUNTS, '/': site, '/data/docs/': data };
+    const dirs = Object.entries(mounts).map(([prefix, m]) => [prefix, typeof m === 'string' ? m : m.dir]);
+    await writeServiceWorker(path.join(site, 'docloupe-sw.js'), dirs, {
+      exclude: ['/www/pkg/portable/', '/models/model.fp32.onnx'],
+      lazy: ['/www/docloupe.js', '/www/host.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'],
+    });
+    const own = await startServer({
+      ...mounts,
+      '/private/': { dir: path.join(tmp, 'private'), headers: { 'Cache-Control': 'private, no-store' } },
+      '/open/': path.join(tmp, 'open'),
+    }, { headers: { 'Content-Security-Policy': CSP } });
+    try {
+      const { context, page, check } = await visit('/', { origin: own.url });
+      assert.equal(await installState(page), 'activated');
+      await page.reload();
+      await page.waitForFunction(() => Boolean(navigator.serviceWorker.controller));
+      // A listed (lazy) file whose bytes are not the manifest's: served, not cached.
+      fs.appendFileSync(path.join(data, 'vocab.bin'), 'changed');
+      const kept = await page.evaluate(async () => {
+        const got = await Promise.all(['/private/account.html', '/open/note.html', '/data/docs/vocab.bin'].map((u) => fetch(u).then((r) => r.status)));
+        await new Promise((r) => setTimeout(r, 500));
+        const runtime = await (await caches.open('docloupe-runtime')).keys();
+        const name = (await caches.keys()).find((n) => n.startsWith('docloupe-') && n !== 'docloupe-runtime');
+        const vocab = await (await caches.open(name)).match('/data/docs/vocab.bin');
+        return { got, runtime: runtime.map((r) => new URL(r.url).pathname), vocab: Boolean(vocab) };
+      });
+      assert.deepEqual(kept.got, [200, 200, 200]);
+      assert.ok(kept.runtime.includes('/open/note.html'), JSON.stringify(kept));
+      assert.ok(!kept.runtime.includes('/private/account.html'), 'a no-store answer is not kept');
+      assert.equal(kept.vocab, false, 'a file that is not the manifest\'s is not cached');
+      await check();
+      await context.close();
+      // A page changed after the manifest was written: the install fails, nothing is cached.
+      fs.appendFileSync(path.join(site, 'index.html'), '<!-- changed -->');
+      const fresh = await visit('/', { origin: own.url });
+      assert.equal(await installState(fresh.page), 'redundant');
+      await fresh.context.close();
+    } finally {
+      await own.close();
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
 

@@ -21,12 +21,49 @@ export function statusFor(answer) {
   }
 }
 
+/** Deepest nesting of arrays and objects a request may have (the contract's is 3). */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * How deeply `text`'s JSON arrays and objects nest, counted on the text (outside strings)
+ * without parsing it, so a body nested thousands deep is refused before any parser recurses.
+ */
+export function jsonDepth(text) {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) max = Math.max(max, ++depth);
+    else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return max;
+}
+
+/**
+ * Unicode's White_Space characters, what Rust's `str::trim` (the engine's) removes.
+ * JavaScript's `trim()` differs: it also removes U+FEFF and keeps U+0085, so a cache key
+ * trimmed by it let one request's cached answer serve another.
+ */
+const RUST_SPACE = '[\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+const RUST_TRIM = new RegExp(`^${RUST_SPACE}+|${RUST_SPACE}+$`, 'g');
+
+/** `s` trimmed exactly as the engine trims a query. */
+export function trimLikeRust(s) {
+  return s.replace(RUST_TRIM, '');
+}
+
 /**
  * The request in canonical form for the cache key: keys sorted at every level, the query
- * trimmed (the engine trims it too, and echoes the trimmed one). Null for what is not a JSON
- * object: the engine refuses it, and refusals are not cached.
+ * trimmed as the engine trims it (it echoes the trimmed one). Null for what is not a JSON
+ * object, or nests too deeply: the engine refuses it, and refusals are not cached.
  */
 export function canonicalRequest(text) {
+  if (jsonDepth(text) > MAX_JSON_DEPTH) return null;
   let value;
   try {
     value = JSON.parse(text);
@@ -34,7 +71,7 @@ export function canonicalRequest(text) {
     return null;
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
-  if (typeof value.query === 'string') value.query = value.query.trim();
+  if (typeof value.query === 'string') value.query = trimLikeRust(value.query);
   const sort = (v) =>
     Array.isArray(v)
       ? v.map(sort)
@@ -52,29 +89,47 @@ export function clientKey(request) {
 /**
  * A token bucket per client, in one isolate's memory (the fallback where Cloudflare's
  * rate-limiting binding is not configured): `limit` requests per `windowMs`, refilled
- * continuously. At most `maxClients` buckets are kept; the least recently seen go first.
+ * continuously. Past `maxClients` buckets, those refilled to full are dropped (a full bucket
+ * is what a new client gets, so forgetting it changes nothing), least recently seen first. A
+ * client that is being limited is never forgotten, however many other keys come by (rotating
+ * through 10,000 addresses used to reset it); with `hardMax` buckets all in use, a new client
+ * is refused until some refill.
  */
 export class RateLimiter {
-  constructor(limit, windowMs, maxClients = 10_000) {
+  constructor(limit, windowMs, maxClients = 10_000, hardMax = 4 * maxClients) {
     this.limit = limit;
     this.perMs = limit / windowMs;
     this.maxClients = maxClients;
+    this.hardMax = hardMax;
     this.buckets = new Map(); // key → {tokens, at}; Map order = least recently seen first
   }
 
   /** Takes one token for `key` at time `now`: null if allowed, else seconds to wait. */
   take(key, now) {
-    const b = this.buckets.get(key) ?? { tokens: this.limit, at: now };
+    let b = this.buckets.get(key);
+    if (!b) {
+      if (this.buckets.size >= this.maxClients) this.#forgetFull(now);
+      if (this.buckets.size >= this.hardMax) return Math.max(1, Math.ceil(1 / this.perMs / 1000));
+      b = { tokens: this.limit, at: now };
+    }
     this.buckets.delete(key);
     b.tokens = Math.min(this.limit, b.tokens + (now - b.at) * this.perMs);
     b.at = now;
     this.buckets.set(key, b);
-    if (this.buckets.size > this.maxClients) this.buckets.delete(this.buckets.keys().next().value);
     if (b.tokens >= 1) {
       b.tokens -= 1;
       return null;
     }
     return Math.max(1, Math.ceil((1 - b.tokens) / this.perMs / 1000));
+  }
+
+  /** Drops buckets that have refilled to full, least recently seen first, down to 90 % of maxClients. */
+  #forgetFull(now) {
+    const target = Math.floor(this.maxClients * 0.9);
+    for (const [key, b] of this.buckets) {
+      if (this.buckets.size <= target) break;
+      if (b.tokens + (now - b.at) * this.perMs >= this.limit) this.buckets.delete(key);
+    }
   }
 }
 

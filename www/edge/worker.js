@@ -23,7 +23,7 @@
 import * as lexicalGlue from '../pkg/lexical/docloupe.js';
 import lexicalWasm from '../pkg/lexical/docloupe_bg.wasm';
 import { Host, contractError } from '../host.js';
-import { canonicalRequest, statusFor, clientKey, RateLimiter, corsHeaders } from './http.js';
+import { canonicalRequest, statusFor, clientKey, RateLimiter, corsHeaders, jsonDepth, MAX_JSON_DEPTH } from './http.js';
 
 const VERSION = '0.1.0';
 const SEARCH_PATH = '/v1/search/docs/query';
@@ -34,18 +34,30 @@ const DRAIN_BYTES = 1024 * 1024;
 /** After a failed load, the next request tries again once this much time has passed. */
 const RETRY_AFTER_FAILURE_MS = 30_000;
 
-/** Settings from wrangler.toml [vars] (strings there), with their defaults. */
+/**
+ * Settings from wrangler.toml [vars] (strings there), with their defaults. A number that is
+ * not a whole number ≥ 0 ("16KB", "lots") is a configuration error in `errors`: the Worker
+ * then refuses every search (fails closed) instead of running with that check switched off.
+ */
 export function settings(env) {
-  const int = (v, d) => (v === undefined || v === '' ? d : Number.parseInt(v, 10));
+  const errors = [];
+  const int = (v, d, name) => {
+    if (v === undefined || v === '') return d;
+    if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
+    if (typeof v === 'string' && /^\d{1,15}$/.test(v.trim())) return Number(v.trim());
+    errors.push(`${name} must be a whole number of at least 0, not ${JSON.stringify(v)}`);
+    return d;
+  };
   return {
+    errors,
     bundleSource: env.BUNDLE_SOURCE ?? 'assets',
     bundlePath: env.BUNDLE_PATH ?? '/docs/',
-    maxBodyBytes: int(env.MAX_BODY_BYTES, 16 * 1024),
-    cacheTtl: int(env.CACHE_TTL_SECONDS, 300),
-    rateLimit: int(env.RATE_LIMIT_PER_MINUTE, 600),
+    maxBodyBytes: int(env.MAX_BODY_BYTES, 16 * 1024, 'MAX_BODY_BYTES'),
+    cacheTtl: int(env.CACHE_TTL_SECONDS, 300, 'CACHE_TTL_SECONDS'),
+    rateLimit: int(env.RATE_LIMIT_PER_MINUTE, 600, 'RATE_LIMIT_PER_MINUTE'),
     corsOrigins: (env.CORS_ALLOW_ORIGINS ?? '*').split(',').map((s) => s.trim()).filter(Boolean),
     logClientIp: env.LOG_CLIENT_IP === 'true',
-    memoryBytes: int(env.BUNDLE_MEMORY_BYTES, 48 * 1024 * 1024),
+    memoryBytes: int(env.BUNDLE_MEMORY_BYTES, 48 * 1024 * 1024, 'BUNDLE_MEMORY_BYTES'),
   };
 }
 
@@ -163,11 +175,17 @@ async function readSearchRequest(request, url, cfg) {
     body.set(c, at);
     at += c.byteLength;
   }
+  let text;
   try {
-    return { text: new TextDecoder('utf-8', { fatal: true }).decode(body) };
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
   } catch {
     return { refusal: contractError('INVALID_REQUEST', 'the body is not UTF-8', { reason: 'encoding' }) };
   }
+  // Refused before any parser (here or in the engine) recurses into it.
+  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    return { refusal: contractError('INVALID_REQUEST', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, { reason: 'too_deep' }) };
+  }
+  return { text };
 }
 
 const limiters = new Map(); // per isolate, per configured rate
@@ -288,7 +306,11 @@ export default {
     if (cfg.logClientIp) log.clientIp = request.headers.get('CF-Connecting-IP');
     let response;
     try {
-      if (request.method === 'OPTIONS' && cors) {
+      if (cfg.errors.length) {
+        // Fail closed: a limit that does not parse would otherwise be no limit at all.
+        log.internal = `misconfigured: ${cfg.errors.join('; ')}`;
+        response = json(contractError('INTERNAL_ERROR', 'the search service is misconfigured; it has been logged', { requestId: log.requestId }), 500);
+      } else if (request.method === 'OPTIONS' && cors) {
         response = new Response(null, { status: 204 });
       } else if (url.pathname === '/healthz' && request.method === 'GET') {
         response = await health(env);
@@ -315,7 +337,7 @@ export default {
     }
     for (const [k, v] of Object.entries(cors ?? {})) response.headers.set(k, v);
     response.headers.set('X-Request-Id', log.requestId);
-    if (url.pathname === SEARCH_PATH) {
+    if (url.pathname === SEARCH_PATH || log.internal) {
       log.status = response.status;
       log.latencyMs = Date.now() - started;
       if (response.status !== 200 && !log.errorCode) log.errorCode = (await response.clone().json().catch(() => ({}))).errorCode ?? null;

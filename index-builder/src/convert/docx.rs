@@ -14,8 +14,9 @@ use quick_xml::Reader;
 use super::parsed;
 use crate::ingest::{collapse, title_from_text, Block, Item, ParsedDoc};
 
-/// `word/document.xml` of a DOCX bigger than this is refused (a zip bomb, not a document).
-const MAX_XML_BYTES: u64 = 256 * 1024 * 1024;
+/// A part of a DOCX (`word/document.xml`, styles, properties) that unpacks to more than this
+/// is refused: a zip bomb, not a document (300 KB of zip made 200 MiB of XML).
+const MAX_XML_BYTES: u64 = 64 * 1024 * 1024;
 
 pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| {
@@ -82,17 +83,24 @@ fn read_entry(
         Err(zip::result::ZipError::FileNotFound) => return Ok(None),
         Err(e) => return Err(format!("broken DOCX: {name}: {e}")),
     };
+    let too_big = || {
+        format!(
+            "DOCX {name} unpacks to more than {} MiB, over the limit",
+            MAX_XML_BYTES >> 20
+        )
+    };
+    // The size in the zip directory can lie: the read is bounded either way.
     if entry.size() > MAX_XML_BYTES {
-        return Err(format!(
-            "DOCX {name} unpacks to {} bytes, over the limit",
-            entry.size()
-        ));
+        return Err(too_big());
     }
     let mut xml = String::new();
     entry
-        .take(MAX_XML_BYTES)
+        .take(MAX_XML_BYTES + 1)
         .read_to_string(&mut xml)
         .map_err(|e| format!("broken DOCX: {name}: {e}"))?;
+    if xml.len() as u64 > MAX_XML_BYTES {
+        return Err(too_big());
+    }
     Ok(Some(xml))
 }
 
@@ -326,5 +334,49 @@ fn push_line(out: &mut Vec<Para>, line: &mut u32, kind: Kind, text: String) {
             text,
             line: *line,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A DOCX zip holding just `document.xml`.
+    fn docx_with(document: &[u8]) -> Vec<u8> {
+        let mut out = Cursor::new(Vec::new());
+        let mut zip = zip::ZipWriter::new(&mut out);
+        let deflate = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("word/document.xml", deflate).unwrap();
+        zip.write_all(document).unwrap();
+        zip.finish().unwrap();
+        out.into_inner()
+    }
+
+    fn body_of(paragraphs: usize, text: &str) -> Vec<u8> {
+        let mut xml = String::from("<w:document><w:body>");
+        let p = format!("<w:p><w:r><w:t>{text}</w:t></w:r></w:p>");
+        xml.reserve(paragraphs * p.len());
+        for _ in 0..paragraphs {
+            xml.push_str(&p);
+        }
+        xml.push_str("</w:body></w:document>");
+        xml.into_bytes()
+    }
+
+    /// Regression (hostile documents): 300 KB of DOCX unpacked to 200 MiB of XML, took 1.5 GB
+    /// and made 222k chunks. A part over the limit is refused while it is read.
+    #[test]
+    fn a_zip_bomb_is_refused_not_unpacked() {
+        let xml = body_of(2_000_000, "aaaaaaaaaaaaaaaaaaaa");
+        assert!(xml.len() as u64 > MAX_XML_BYTES);
+        let file = docx_with(&xml);
+        assert!(file.len() < 2 << 20, "{} bytes", file.len());
+        let e = convert(&file, "bomb").unwrap_err();
+        assert!(e.contains("over the limit"), "{e}");
+        // A real document still reads.
+        let doc = convert(&docx_with(&body_of(3, "hello")), "ok").unwrap();
+        assert_eq!(doc.sections[0].blocks.len(), 3);
     }
 }

@@ -19,7 +19,7 @@ use docloupe::embed::sha256_hex;
 use crate::ingest::{assemble, parse_document, Format, Item, ParsedDoc};
 
 /// One document, converted.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ConversionResult {
     /// 128 bits of the sha256 of the file's bytes, in hex: the same file, the same id.
     pub doc_id: String,
@@ -30,12 +30,12 @@ pub struct ConversionResult {
 }
 
 /// Page → byte range of the converted text.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PageMap {
     pub pages: Vec<PageRange>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PageRange {
     /// 1-based.
     pub page: u32,
@@ -89,6 +89,21 @@ pub fn convert(
             }
         }
     };
+    // What a converted file extracts is held to the text formats' limit (a 300 KB DOCX
+    // made 200 MiB of text and 222k chunks).
+    let text: usize = doc
+        .sections
+        .iter()
+        .flat_map(|s| &s.blocks)
+        .map(|b| b.text.len())
+        .sum();
+    if text as u64 > crate::ingest::MAX_FILE_BYTES {
+        return Err(format!(
+            "it holds {} MiB of text, over the {} MiB limit",
+            text >> 20,
+            crate::ingest::MAX_FILE_BYTES >> 20
+        ));
+    }
     Ok(ConversionResult {
         doc_id,
         doc,

@@ -3,7 +3,9 @@
 //! (bookmarks) when the file has one, placed at the paragraph that opens with the heading's
 //! text on its page (else at the top of that page). Lines are lines of the extracted text.
 
-use lopdf::Document;
+use std::collections::{BTreeMap, BTreeSet};
+
+use lopdf::{Dictionary, Document, Object, ObjectId};
 use pdf_extract::PlainTextOutput;
 
 use super::{parsed, PageMap, PageRange};
@@ -26,6 +28,7 @@ pub fn convert(
     if pages.is_empty() {
         return Err("broken PDF: it has no pages".into());
     }
+    check_streams(&doc)?;
 
     let mut text = String::new();
     let mut map = PageMap::default();
@@ -44,6 +47,12 @@ pub fn convert(
         }
         if !text.is_empty() {
             text.push_str("\n\n");
+        }
+        if text.len() + page.len() > MAX_TEXT_BYTES {
+            return Err(format!(
+                "its text passes {} MiB (at page {number}), over the limit",
+                MAX_TEXT_BYTES >> 20
+            ));
         }
         let start = text.len();
         text.push_str(page);
@@ -70,16 +79,7 @@ pub fn convert(
     }
 
     let blocks = paragraphs(&text, |offset| map.page_at(offset));
-    let outline: Vec<(u8, String, u32)> = doc
-        .get_toc()
-        .map(|toc| {
-            toc.toc
-                .into_iter()
-                .map(|t| (t.level.clamp(1, 6) as u8, collapse(&t.title), t.page as u32))
-                .filter(|(_, t, _)| !t.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
+    let outline = outline(&doc);
 
     let info_title = doc
         .trailer
@@ -101,6 +101,221 @@ pub fn convert(
     });
 
     Ok((parsed(title, place_headings(blocks, outline)), map))
+}
+
+/// Text extracted from one PDF at most (the text formats' limit).
+const MAX_TEXT_BYTES: usize = crate::ingest::MAX_FILE_BYTES as usize;
+/// One stream may inflate to this much, all of a file's streams together to the second.
+const MAX_STREAM_BYTES: u64 = 64 << 20;
+const MAX_STREAMS_BYTES: u64 = 256 << 20;
+
+/// Measures what every Flate stream the text extractor may read (all but images) inflates
+/// to, with a bound, before lopdf inflates them without one: a 1 MB file of deflated spaces
+/// held 2.1 GB. Over [`MAX_STREAM_BYTES`] for one or [`MAX_STREAMS_BYTES`] in all, the file is
+/// refused.
+fn check_streams(doc: &Document) -> Result<(), String> {
+    let mut total = 0u64;
+    for stream in doc.objects.values().filter_map(|o| o.as_stream().ok()) {
+        let image = stream
+            .dict
+            .get(b"Subtype")
+            .and_then(Object::as_name)
+            .is_ok_and(|n| n == b"Image");
+        let flate = stream
+            .filters()
+            .is_ok_and(|f| f.first().is_some_and(|&f| f == b"FlateDecode"));
+        if image || !flate {
+            continue;
+        }
+        let inflated = inflated_size(&stream.content, MAX_STREAM_BYTES + 1);
+        total += inflated;
+        if inflated > MAX_STREAM_BYTES || total > MAX_STREAMS_BYTES {
+            return Err(format!(
+                "its compressed streams unpack to more than {} MiB, over the limit (a decompression bomb?)",
+                if inflated > MAX_STREAM_BYTES { MAX_STREAM_BYTES } else { MAX_STREAMS_BYTES } >> 20
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How many bytes `deflated` (zlib) inflates to, counting at most `limit`; a corrupt stream
+/// counts what came out before the error.
+fn inflated_size(deflated: &[u8], limit: u64) -> u64 {
+    use std::io::Read;
+    let mut decoder = flate2::read::ZlibDecoder::new(deflated).take(limit);
+    let mut buf = [0u8; 64 * 1024];
+    let mut n = 0u64;
+    loop {
+        match decoder.read(&mut buf) {
+            Ok(0) | Err(_) => return n,
+            Ok(k) => n += k as u64,
+        }
+    }
+}
+
+/// At most this many outline entries are read (real books have a few thousand).
+const MAX_OUTLINE_ENTRIES: usize = 10_000;
+/// Outline levels below this are not descended into.
+const MAX_OUTLINE_DEPTH: usize = 32;
+/// References followed to reach a destination, and name-tree nodes read to look one up.
+const MAX_HOPS: usize = 8;
+const MAX_NAME_TREE_NODES: usize = 10_000;
+
+/// The outline (bookmarks) as (level 1..=6, title, page), in reading order. lopdf's
+/// `get_toc` recurses along `/First` and loops along `/Next` without looking back, so an
+/// outline whose entry points at itself overflowed the stack or ran out of memory (851 bytes
+/// did it). This walk is iterative, visits each entry once, and stops at
+/// [`MAX_OUTLINE_ENTRIES`] entries and [`MAX_OUTLINE_DEPTH`] levels. Entries whose
+/// destination is not a page of this file are left out.
+fn outline(doc: &Document) -> Vec<(u8, String, u32)> {
+    let page_of: BTreeMap<ObjectId, u32> =
+        doc.get_pages().into_iter().map(|(n, id)| (id, n)).collect();
+    let Ok(catalog) = doc.catalog() else {
+        return Vec::new();
+    };
+    let Some(first) = catalog
+        .get(b"Outlines")
+        .ok()
+        .and_then(|o| dict_of(doc, o))
+        .and_then(|d| d.get(b"First").ok())
+        .and_then(|o| o.as_reference().ok())
+    else {
+        return Vec::new();
+    };
+    let mut names = NamedDests::new(doc, catalog);
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    // Depth-first, pre-order: an entry, then its children, then its next sibling.
+    let mut stack = vec![(first, 1usize)];
+    while let Some((id, level)) = stack.pop() {
+        if seen.len() >= MAX_OUTLINE_ENTRIES || !seen.insert(id) {
+            continue;
+        }
+        let Ok(node) = doc.get_dictionary(id) else {
+            continue;
+        };
+        if let Some(next) = node.get(b"Next").ok().and_then(|o| o.as_reference().ok()) {
+            stack.push((next, level));
+        }
+        if level < MAX_OUTLINE_DEPTH {
+            if let Some(child) = node.get(b"First").ok().and_then(|o| o.as_reference().ok()) {
+                stack.push((child, level + 1));
+            }
+        }
+        let title = node
+            .get(b"Title")
+            .ok()
+            .and_then(|t| deref(doc, t))
+            .and_then(|t| lopdf::decode_text_string(t).ok())
+            .map(|t| collapse(&t))
+            .unwrap_or_default();
+        let target = node.get(b"Dest").ok().or_else(|| {
+            let action = node.get(b"A").ok().and_then(|a| dict_of(doc, a))?;
+            let kind = action.get(b"S").ok()?.as_name().ok()?;
+            (kind == b"GoTo").then(|| action.get(b"D").ok()).flatten()
+        });
+        let page = target
+            .and_then(|t| names.page_ref(t))
+            .and_then(|id| page_of.get(&id).copied());
+        if let (false, Some(page)) = (title.is_empty(), page) {
+            out.push((level.clamp(1, 6) as u8, title, page));
+        }
+    }
+    out
+}
+
+/// Follows references (at most [`MAX_HOPS`]) to a direct object.
+fn deref<'a>(doc: &'a Document, mut o: &'a Object) -> Option<&'a Object> {
+    for _ in 0..MAX_HOPS {
+        match o {
+            Object::Reference(id) => o = doc.get_object(*id).ok()?,
+            direct => return Some(direct),
+        }
+    }
+    None
+}
+
+fn dict_of<'a>(doc: &'a Document, o: &'a Object) -> Option<&'a Dictionary> {
+    deref(doc, o)?.as_dict().ok()
+}
+
+/// Named destinations (the catalog's `/Dests`, or the `/Names /Dests` name tree), read only
+/// when an entry names one, each tree node once.
+struct NamedDests<'a> {
+    doc: &'a Document,
+    catalog: &'a Dictionary,
+    map: Option<BTreeMap<Vec<u8>, &'a Object>>,
+}
+
+impl<'a> NamedDests<'a> {
+    fn new(doc: &'a Document, catalog: &'a Dictionary) -> Self {
+        NamedDests {
+            doc,
+            catalog,
+            map: None,
+        }
+    }
+
+    /// The page object a destination (an array, a name, or a `{/D …}` dictionary) points to.
+    fn page_ref(&mut self, target: &'a Object) -> Option<ObjectId> {
+        let mut target = deref(self.doc, target)?;
+        for _ in 0..MAX_HOPS {
+            match target {
+                Object::Array(a) => return a.first()?.as_reference().ok(),
+                Object::Dictionary(d) => target = deref(self.doc, d.get(b"D").ok()?)?,
+                Object::String(name, _) | Object::Name(name) => {
+                    let found = *self.names().get(name.as_slice())?;
+                    target = deref(self.doc, found)?;
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    fn names(&mut self) -> &BTreeMap<Vec<u8>, &'a Object> {
+        let (doc, catalog) = (self.doc, self.catalog);
+        self.map.get_or_insert_with(|| {
+            let mut map = BTreeMap::new();
+            if let Some(dests) = catalog.get(b"Dests").ok().and_then(|o| dict_of(doc, o)) {
+                for (k, v) in dests.iter() {
+                    map.insert(k.clone(), v);
+                }
+            }
+            let tree = catalog
+                .get(b"Names")
+                .ok()
+                .and_then(|o| dict_of(doc, o))
+                .and_then(|n| n.get(b"Dests").ok());
+            let mut stack: Vec<&Object> = tree.into_iter().collect();
+            let mut seen = BTreeSet::new();
+            while let Some(node) = stack.pop() {
+                if seen.len() >= MAX_NAME_TREE_NODES {
+                    break;
+                }
+                if let Object::Reference(id) = node {
+                    if !seen.insert(*id) {
+                        continue;
+                    }
+                }
+                let Some(node) = dict_of(doc, node) else {
+                    continue;
+                };
+                if let Ok(kids) = node.get(b"Kids").and_then(Object::as_array) {
+                    stack.extend(kids.iter());
+                }
+                if let Ok(pairs) = node.get(b"Names").and_then(Object::as_array) {
+                    for pair in pairs.chunks_exact(2) {
+                        if let Ok(key) = pair[0].as_str() {
+                            map.entry(key.to_vec()).or_insert(&pair[1]);
+                        }
+                    }
+                }
+            }
+            map
+        })
+    }
 }
 
 /// `text` (lowercase) without a leading section number ("2.1 ", "3. ", "a.3. ", "iv. "),
@@ -169,6 +384,91 @@ fn place_headings(blocks: Vec<crate::ingest::Block>, outline: Vec<(u8, String, u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lopdf::{dictionary, Stream};
+
+    /// A one-page PDF whose content stream is `content`, deflated; an outline of `entries`
+    /// titles, each entry's `Next` the following one (`cycle_at`: that entry's `First` points
+    /// at itself).
+    fn pdf(content: &[u8], entries: &[&str], cycle_at: Option<usize>) -> Vec<u8> {
+        let mut doc = Document::with_version("1.5");
+        let pages_id = doc.new_object_id();
+        let font = doc.add_object(dictionary! {
+            "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
+        });
+        let mut stream = Stream::new(dictionary! {}, content.to_vec());
+        stream.compress().unwrap();
+        let contents = doc.add_object(stream);
+        let page = doc.add_object(dictionary! {
+            "Type" => "Page", "Parent" => pages_id, "Contents" => contents,
+            "Resources" => dictionary! { "Font" => dictionary! { "F1" => font } },
+            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+        });
+        doc.objects.insert(
+            pages_id,
+            Object::Dictionary(
+                dictionary! { "Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1 },
+            ),
+        );
+        let outlines = doc.new_object_id();
+        let ids: Vec<ObjectId> = entries.iter().map(|_| doc.new_object_id()).collect();
+        for (i, title) in entries.iter().enumerate() {
+            let mut d = dictionary! {
+                "Title" => Object::string_literal(*title),
+                "Parent" => outlines,
+                "Dest" => vec![page.into(), "Fit".into()],
+            };
+            if let Some(next) = ids.get(i + 1) {
+                d.set("Next", *next);
+            }
+            if cycle_at == Some(i) {
+                d.set("First", ids[i]);
+            }
+            doc.objects.insert(ids[i], Object::Dictionary(d));
+        }
+        let mut o = dictionary! { "Type" => "Outlines" };
+        if let Some(first) = ids.first() {
+            o.set("First", *first);
+        }
+        doc.objects.insert(outlines, Object::Dictionary(o));
+        let catalog = doc.add_object(
+            dictionary! { "Type" => "Catalog", "Pages" => pages_id, "Outlines" => outlines },
+        );
+        doc.trailer.set("Root", catalog);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+
+    const TEXT: &[u8] = b"BT /F1 12 Tf 72 700 Td (Chapter one text) Tj ET";
+
+    /// Regression (hostile documents): an outline entry whose `First` is itself overflowed
+    /// lopdf's stack (851 bytes); each entry is now read once.
+    #[test]
+    fn a_cyclic_outline_is_walked_once() {
+        let file = pdf(TEXT, &["One", "Two"], Some(0));
+        let doc = Document::load_mem(&file).unwrap();
+        let entries: Vec<String> = outline(&doc).into_iter().map(|e| e.1).collect();
+        assert_eq!(entries, ["One", "Two"]);
+        let (parsed, _) = convert(&file, "f", "f.pdf", &mut Vec::new()).unwrap();
+        let titles: Vec<&str> = parsed.outline.iter().map(|h| h.title.as_str()).collect();
+        assert_eq!(titles, ["One", "Two"]);
+    }
+
+    /// Regression (hostile documents): 1 MB of deflated spaces took 2.1 GB to extract. A
+    /// stream that inflates past the limit is refused before anything inflates it in full.
+    #[test]
+    fn a_decompression_bomb_is_refused() {
+        let mut content = TEXT.to_vec();
+        content.extend(std::iter::repeat_n(
+            b' ',
+            (MAX_STREAM_BYTES + 1024) as usize,
+        ));
+        let file = pdf(&content, &[], None);
+        assert!(file.len() < 1 << 20, "{} bytes", file.len());
+        let e = convert(&file, "bomb", "bomb.pdf", &mut Vec::new()).unwrap_err();
+        assert!(e.contains("decompression bomb"), "{e}");
+        assert!(convert(&pdf(TEXT, &[], None), "ok", "ok.pdf", &mut Vec::new()).is_ok());
+    }
 
     #[test]
     fn section_numbers_are_not_part_of_the_heading() {

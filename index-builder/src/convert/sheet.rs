@@ -4,50 +4,43 @@
 //! search says what its numbers are. A line is a row number of the sheet (1-based, as the
 //! spreadsheet shows it).
 
+use std::collections::BTreeMap;
 use std::io::Cursor;
 
-use calamine::{open_workbook_auto_from_rs, Data, Reader};
+use calamine::{open_workbook_auto_from_rs, Data, Reader, Sheets};
 
 use super::parsed;
 use crate::ingest::{collapse, Block, Item, ParsedDoc};
+
+/// Non-empty cells read per workbook at most, and text (bytes) made from them: a workbook
+/// past either is refused, not indexed in part.
+const MAX_CELLS: usize = 4_000_000;
+const MAX_TEXT_BYTES: usize = 16 * 1024 * 1024;
+
+/// A sheet's non-empty cells as text: row → column → value (0-based, as calamine counts).
+type Cells = BTreeMap<u32, BTreeMap<u32, String>>;
 
 pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
     let mut book = open_workbook_auto_from_rs(Cursor::new(bytes))
         .map_err(|e| format!("broken or encrypted spreadsheet: {e}"))?;
     let mut items = Vec::new();
+    let mut budget = Budget::default();
     for name in book.sheet_names() {
-        let range = match book.worksheet_range(&name) {
-            Ok(r) => r,
-            Err(e) => return Err(format!("broken spreadsheet: sheet {name:?}: {e}")),
-        };
-        let Some((first_row, _)) = range.start() else {
-            continue;
-        };
-        let mut header: Option<Vec<String>> = None;
+        let cells = sheet_cells(&mut book, &name, &mut budget)?;
+        let mut header: Option<&BTreeMap<u32, String>> = None;
         let mut rows = Vec::new();
-        for (i, row) in range.rows().enumerate() {
-            let cells: Vec<String> = row.iter().map(cell).collect();
-            if cells.iter().all(String::is_empty) {
-                continue;
-            }
-            let line = first_row + i as u32 + 1;
-            let text = match &header {
-                Some(names) if names.iter().filter(|n| !n.is_empty()).count() >= 2 => cells
+        for (&row, cells) in &cells {
+            let line = row + 1;
+            let text = match header {
+                Some(names) if names.len() >= 2 => cells
                     .iter()
-                    .enumerate()
-                    .filter(|(_, v)| !v.is_empty())
-                    .map(|(c, v)| match names.get(c).filter(|n| !n.is_empty()) {
+                    .map(|(c, v)| match names.get(c) {
                         Some(n) => format!("{n}: {v}"),
                         None => v.clone(),
                     })
                     .collect::<Vec<_>>()
                     .join("; "),
-                _ => cells
-                    .iter()
-                    .filter(|v| !v.is_empty())
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" | "),
+                _ => cells.values().cloned().collect::<Vec<_>>().join(" | "),
             };
             if header.is_none() {
                 header = Some(cells);
@@ -73,6 +66,65 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
         return Err("no text in this workbook (every sheet is empty)".into());
     }
     Ok(parsed(file_stem.to_owned(), items))
+}
+
+/// What a workbook may still produce.
+#[derive(Default)]
+struct Budget {
+    cells: usize,
+    bytes: usize,
+}
+
+impl Budget {
+    fn take(&mut self, text: &str) -> Result<(), String> {
+        self.cells += 1;
+        self.bytes += text.len();
+        if self.cells > MAX_CELLS || self.bytes > MAX_TEXT_BYTES {
+            return Err(format!(
+                "spreadsheet holds more than {MAX_CELLS} cells or {} MiB of text, over the limit",
+                MAX_TEXT_BYTES >> 20
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The non-empty cells of one sheet. XLSX is read cell by cell, never as a grid, so a sheet
+/// whose cells sit at A1 and XFD1048576 costs two cells (calamine's `worksheet_range` would
+/// allocate every cell between them: ≈550 GB for a 1.5 KB file). calamine gives the other
+/// formats (XLS, XLSB, ODS) only as that grid; the converter process's memory limit
+/// (`crate::isolate`) bounds what a hostile one can take.
+fn sheet_cells(
+    book: &mut Sheets<Cursor<&[u8]>>,
+    name: &str,
+    budget: &mut Budget,
+) -> Result<Cells, String> {
+    let broken = |e: &dyn std::fmt::Display| format!("broken spreadsheet: sheet {name:?}: {e}");
+    let mut cells = Cells::new();
+    if let Sheets::Xlsx(xlsx) = book {
+        let mut reader = xlsx.worksheet_cells_reader(name).map_err(|e| broken(&e))?;
+        while let Some(c) = reader.next_cell().map_err(|e| broken(&e))? {
+            let (row, col) = c.get_position();
+            let text = cell(&Data::from(c.get_value().clone()));
+            if !text.is_empty() {
+                budget.take(&text)?;
+                cells.entry(row).or_default().insert(col, text);
+            }
+        }
+        return Ok(cells);
+    }
+    let range = book.worksheet_range(name).map_err(|e| broken(&e))?;
+    for (row, col, value) in range.used_cells() {
+        let text = cell(value);
+        if !text.is_empty() {
+            budget.take(&text)?;
+            let (r, c) = range
+                .start()
+                .map_or((0, 0), |(r0, c0)| (r0 + row as u32, c0 + col as u32));
+            cells.entry(r).or_default().insert(c, text);
+        }
+    }
+    Ok(cells)
 }
 
 /// A cell as text: dates as ISO dates (with the time when there is one), numbers as the

@@ -4,13 +4,13 @@
 mod mcp;
 mod render;
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use docloupe::embed::default_model_dir;
+use docloupe::embed::model_dir_for;
 use docloupe::search::default_reranker_dir;
 use docloupe::search::documents::{self, DateRange, DocumentsError, DocumentsRequest};
 use docloupe::{
@@ -62,6 +62,10 @@ struct SearchArgs {
     /// Default: the weight calibrated for the model (its manifest's blendWeight).
     #[arg(long, hide = true, value_parser = parse_weight)]
     rerank_weight: Option<f32>,
+    /// Reranked results carry the learned ranker's features (rankingSignals.features), as
+    /// training data for prebuild/ranker.
+    #[arg(long, hide = true)]
+    explain_features: bool,
     /// Hybrid fusion method (weighted or rrf), for benchmark comparisons.
     #[arg(long, hide = true, default_value = "weighted")]
     fusion: Fusion,
@@ -149,20 +153,42 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// The installed directory of the model `header`'s bundle was built with (MiniLM's when it
+/// names none).
+pub(crate) fn bundle_model_dir(header: &docloupe::bundle::Header) -> PathBuf {
+    match &header.embedding {
+        Some(info) => model_dir_for(info),
+        None => docloupe::embed::default_model_dir(),
+    }
+}
+
 /// The model flags `search` and `mcp` share.
 #[derive(clap::Args)]
 pub(crate) struct ModelArgs {
-    /// Embedding model directory (from `make models`).
+    /// Embedding model directory. Default: the installed model the bundle was built with
+    /// (`make models` installs MiniLM and multilingual E5 under $DOCLOUPE_CACHE/models).
     #[arg(long)]
     pub models: Option<PathBuf>,
-    /// Cross-encoder directory for the rerank stage (manifest.json, model.int8.onnx,
-    /// tokenizer.json). Default: $DOCLOUPE_RERANKER_DIR, else prebuild/reranker/model when a
-    /// model is installed there; without one, reranked requests fall back to the fused order.
+    /// A cross-encoder directory (manifest.json, model.int8.onnx, tokenizer.json, e.g.
+    /// prebuild/reranker/model) as the rerank stage instead of the built-in learned ranker.
+    /// Default: $DOCLOUPE_RERANKER_DIR when set, else the learned ranker.
     #[arg(long)]
     pub reranker: Option<PathBuf>,
-    /// Load no rerank model: reranked requests fall back to the fused order.
+    /// No rerank stage at all: reranked requests fall back to the fused order.
     #[arg(long, conflicts_with = "reranker")]
     pub no_reranker: bool,
+}
+
+/// Installs the second stage `flags` ask for on `engine`: a cross-encoder (`--reranker`,
+/// `$DOCLOUPE_RERANKER_DIR`), none (`--no-reranker`), or the built-in learned ranker.
+pub(crate) fn second_stage(engine: Engine, flags: &ModelArgs) -> Result<Engine> {
+    if flags.no_reranker {
+        return Ok(engine.without_second_stage());
+    }
+    Ok(match load_reranker(flags)? {
+        Some(model) => engine.with_reranker(Box::new(model)),
+        None => engine,
+    })
 }
 
 /// Loads the rerank model `flags` ask for: an explicit directory must load; the default one is
@@ -173,9 +199,12 @@ pub(crate) fn load_reranker(flags: &ModelArgs) -> Result<Option<CrossEncoder>> {
     }
     let found = match flags.reranker.as_deref() {
         Some(dir) => Some((dir.to_path_buf(), RerankerFiles::from_dir(dir))),
-        None => RerankerFiles::default_model()
-            .transpose()
-            .map(|files| (default_reranker_dir(), files)),
+        None if std::env::var_os("DOCLOUPE_RERANKER_DIR").is_some() => {
+            RerankerFiles::default_model()
+                .transpose()
+                .map(|files| (default_reranker_dir(), files))
+        }
+        None => None,
     };
     let Some((dir, files)) = found else {
         return Ok(None);
@@ -212,7 +241,7 @@ fn search(args: SearchArgs) -> Result<()> {
             .model_args
             .models
             .clone()
-            .unwrap_or_else(default_model_dir);
+            .unwrap_or_else(|| bundle_model_dir(&header));
         match header.flags.hybrid {
             true if args.model_args.models.is_some() || dir.join("manifest.json").is_file() => {
                 Some(ModelFiles::from_dir(&dir)?)
@@ -227,7 +256,7 @@ fn search(args: SearchArgs) -> Result<()> {
                     .model_args
                     .models
                     .clone()
-                    .unwrap_or_else(default_model_dir);
+                    .unwrap_or_else(|| bundle_model_dir(&header));
                 Some(ModelFiles::from_dir(&dir).context("the embedding model is needed for hybrid/semantic search (or pass --mode fulltext)")?)
             }
         }
@@ -243,14 +272,13 @@ fn search(args: SearchArgs) -> Result<()> {
             max_limit: args.max_limit,
             fusion: args.fusion,
             rerank_weight: args.rerank_weight,
+            explain_features: args.explain_features,
             ..EngineOptions::default()
         });
-    // Only hybrid requests rerank; a single fulltext/semantic query skips loading the model.
+    // Only hybrid requests rerank; a single fulltext/semantic query skips loading a model.
     let wants_reranker = args.jsonl || mode == Mode::Hybrid;
     if wants_reranker && header.flags.hybrid {
-        if let Some(model) = load_reranker(&args.model_args)? {
-            engine = engine.with_reranker(Box::new(model));
-        }
+        engine = second_stage(engine, &args.model_args)?;
     }
 
     let stdout = std::io::stdout();
@@ -279,7 +307,7 @@ fn search(args: SearchArgs) -> Result<()> {
         let mut contract = req.to_search_request();
         contract.max_chars_per_chunk = args.max_chars_per_chunk.map(|n| n as usize);
         engine
-            .search(&contract)
+            .search_guarded(&contract)
             .map(|r| (req, r))
             .map_err(|e| DocumentsError::from_contract(&docloupe::ErrorResponse::from(&e)))
     });
@@ -309,14 +337,27 @@ fn search(args: SearchArgs) -> Result<()> {
     Ok(())
 }
 
-/// `--jsonl`: one request per line in, one response or error object per line out.
+/// Longest request line `--jsonl` reads; a longer one is answered INVALID_REQUEST.
+const MAX_JSONL_LINE: usize = 1 << 20;
+
+/// `--jsonl`: one request per line in, one response or error object per line out. A line
+/// that is not UTF-8 or is over [`MAX_JSONL_LINE`] bytes gets an error object and the batch
+/// goes on.
 fn batch(engine: &Engine, out: &mut impl Write) -> Result<()> {
-    for line in std::io::stdin().lock().lines() {
-        let line = line.context("cannot read stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match engine.search_json(&line) {
+    let mut input = std::io::stdin().lock();
+    let mut buf = Vec::new();
+    while let Some(complete) =
+        read_line_bounded(&mut input, &mut buf, MAX_JSONL_LINE).context("cannot read stdin")?
+    {
+        let answer = match (complete, std::str::from_utf8(&buf)) {
+            (false, _) => Err(invalid_line(format!(
+                "the request line is longer than {MAX_JSONL_LINE} bytes"
+            ))),
+            (true, Err(e)) => Err(invalid_line(format!("the request line is not UTF-8 ({e})"))),
+            (true, Ok(line)) if line.trim().is_empty() => continue,
+            (true, Ok(line)) => engine.search_json(line),
+        };
+        match answer {
             Ok(r) => serde_json::to_writer(&mut *out, &r)?,
             Err(e) => serde_json::to_writer(&mut *out, &e)?,
         }
@@ -324,6 +365,53 @@ fn batch(engine: &Engine, out: &mut impl Write) -> Result<()> {
         out.flush()?;
     }
     Ok(())
+}
+
+fn invalid_line(message: String) -> docloupe::ErrorResponse {
+    docloupe::ErrorResponse::from(docloupe::Error::InvalidRequest {
+        field: String::new(),
+        message,
+    })
+}
+
+/// Reads one line (without its `\n`) into `buf`, keeping at most `max` bytes of it.
+/// `None` at the end of input; `Some(false)` when the line was longer than `max` (the rest of
+/// it is read and dropped).
+fn read_line_bounded(
+    input: &mut impl std::io::BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let mut complete = true;
+    let mut any = false;
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(any.then_some(complete));
+        }
+        any = true;
+        let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        if complete {
+            if buf.len() + part.len() > max {
+                complete = false;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(part);
+            }
+        }
+        let used = done.unwrap_or(chunk.len());
+        input.consume(used);
+        if done.is_some() {
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(Some(complete));
+        }
+    }
 }
 
 fn parse_weight(s: &str) -> Result<f32, String> {

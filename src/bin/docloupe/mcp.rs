@@ -32,7 +32,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 
-use crate::{load_reranker, render, ModelArgs};
+use crate::{render, second_stage, ModelArgs};
 
 #[derive(clap::Args)]
 pub struct McpArgs {
@@ -114,7 +114,7 @@ fn load(path: &Path, flags: &ModelArgs) -> Collection {
             let dir = flags
                 .models
                 .clone()
-                .unwrap_or_else(docloupe::embed::default_model_dir);
+                .unwrap_or_else(|| crate::bundle_model_dir(&header));
             ModelFiles::from_dir(&dir).ok()
         } else {
             None
@@ -122,13 +122,11 @@ fn load(path: &Path, flags: &ModelArgs) -> Collection {
         let mut engine = Engine::from_bundle(&bytes, model_files.as_ref())
             .map_err(|e| ErrorResponse::from(&e))?;
         if header.flags.hybrid {
-            if let Some(model) = load_reranker(flags).map_err(|e| ErrorResponse {
+            engine = second_stage(engine, flags).map_err(|e| ErrorResponse {
                 error_code: ErrorCode::DocsRerankingUnavailable,
                 message: format!("{e:#}"),
                 details: None,
-            })? {
-                engine = engine.with_reranker(Box::new(model));
-            }
+            })?;
         }
         Ok(engine)
     })();
@@ -153,13 +151,17 @@ pub fn serve(args: McpArgs) -> Result<()> {
     let flags = &args.model_args;
     let collections: Vec<Collection> = args.bundle.iter().map(|b| load(b, flags)).collect();
     let log: Box<dyn Write + Send> = match &args.log {
-        Some(path) => Box::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open the log {}", path.display()))?,
-        ),
+        Some(path) => {
+            let mut open = std::fs::OpenOptions::new();
+            open.create(true).append(true);
+            // Queries can be private: a new log is readable by its owner only.
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+            Box::new(
+                open.open(path)
+                    .with_context(|| format!("cannot open the log {}", path.display()))?,
+            )
+        }
         None => Box::new(std::io::stderr()),
     };
     for c in &collections {
@@ -186,12 +188,96 @@ pub fn serve(args: McpArgs) -> Result<()> {
         .build()?;
     runtime.block_on(async move {
         let service = server
-            .serve(rmcp::transport::stdio())
+            .serve(checked_stdio())
             .await
             .context("MCP handshake on stdio failed")?;
         service.waiting().await.context("MCP session failed")?;
         Ok(())
     })
+}
+
+/// The longest message line read from a client.
+const MAX_MESSAGE_BYTES: usize = 4 << 20;
+
+/// stdio for rmcp, with JSON-RPC's parse error: rmcp skips a line that is not JSON without a
+/// word, and the client waits forever. Every line from stdin goes through here: JSON goes on
+/// to rmcp, anything else (or a line over [`MAX_MESSAGE_BYTES`]) is answered with error
+/// -32700 and `id: null`, as JSON-RPC 2.0 says. rmcp's output and those answers reach stdout
+/// as whole lines through one channel, so they never interleave.
+fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let (rmcp_reads, mut to_rmcp) = tokio::io::duplex(1 << 16);
+    let (rmcp_writes, from_rmcp) = tokio::io::duplex(1 << 16);
+    let (lines, mut to_stdout) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let errors = lines.clone();
+    tokio::spawn(async move {
+        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = match (&mut stdin)
+                .take(MAX_MESSAGE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut line)
+                .await
+            {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let complete = line.ends_with(b"\n") || n <= MAX_MESSAGE_BYTES;
+            if !complete {
+                // Drop the rest of the overlong line without keeping it.
+                loop {
+                    let buf = match stdin.fill_buf().await {
+                        Ok(b) if !b.is_empty() => b,
+                        _ => break,
+                    };
+                    match buf.iter().position(|&b| b == b'\n') {
+                        Some(i) => {
+                            stdin.consume(i + 1);
+                            break;
+                        }
+                        None => {
+                            let n = buf.len();
+                            stdin.consume(n);
+                        }
+                    }
+                }
+            }
+            let text = String::from_utf8_lossy(&line);
+            if text.trim().is_empty() {
+                continue;
+            }
+            if complete && serde_json::from_str::<Value>(&text).is_ok() {
+                if to_rmcp.write_all(text.trim_end().as_bytes()).await.is_err()
+                    || to_rmcp.write_all(b"\n").await.is_err()
+                {
+                    break;
+                }
+            } else {
+                let reply = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error: the line is not a JSON message"}});
+                let _ = errors.send(format!("{reply}\n").into_bytes());
+            }
+        }
+        let _ = to_rmcp.shutdown().await;
+    });
+    tokio::spawn(async move {
+        let mut from_rmcp = tokio::io::BufReader::new(from_rmcp);
+        let mut line = Vec::new();
+        while matches!(from_rmcp.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
+            if lines.send(std::mem::take(&mut line)).is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(line) = to_stdout.recv().await {
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    (rmcp_reads, rmcp_writes)
 }
 
 fn valid_project(p: &str) -> bool {
@@ -311,7 +397,7 @@ impl DocsServer {
             Ok(r) => r,
             Err(e) => return refuse(e),
         };
-        let collection = match self.collection(None) {
+        let collection = match self.collection(req.project.as_deref()) {
             Ok(c) => c,
             Err(Refusal::Unauthorized(m)) => {
                 return refuse(DocumentsError::new(
@@ -325,7 +411,7 @@ impl DocsServer {
         let response: std::result::Result<SearchResponse, ErrorResponse> = match &collection.engine
         {
             Ok(engine) => engine
-                .search(&req.to_search_request())
+                .search_guarded(&req.to_search_request())
                 .map_err(|e| ErrorResponse::from(&e)),
             Err(e) => Err(e.clone()),
         };
@@ -348,7 +434,7 @@ impl DocsServer {
         let line = json!({
             "time": now_rfc3339(),
             "tool": tool,
-            "params": args,
+            "params": bounded(args, 0),
             "durationMs": (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
             "results": outcome.results,
             "errorCode": outcome.error_code,
@@ -357,6 +443,42 @@ impl DocsServer {
             let _ = writeln!(log, "{line}");
             let _ = log.flush();
         }
+    }
+}
+
+/// Strings past this many characters are cut in the log, lists and objects past this many
+/// entries too, and nesting past `LOG_DEPTH`: a client's parameters cannot grow the log
+/// without bound.
+const LOG_CHARS: usize = 600;
+const LOG_ITEMS: usize = 20;
+const LOG_DEPTH: usize = 4;
+
+/// `v` cut to what the log keeps (`…` marks a cut).
+fn bounded(v: &Value, depth: usize) -> Value {
+    match v {
+        Value::String(s) if s.chars().count() > LOG_CHARS => {
+            Value::String(s.chars().take(LOG_CHARS).chain(['…']).collect())
+        }
+        Value::Array(_) | Value::Object(_) if depth >= LOG_DEPTH => Value::String("…".into()),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .take(LOG_ITEMS)
+                .map(|x| bounded(x, depth + 1))
+                .chain((a.len() > LOG_ITEMS).then(|| Value::String("…".into())))
+                .collect(),
+        ),
+        Value::Object(o) => {
+            let mut out: serde_json::Map<String, Value> = o
+                .iter()
+                .take(LOG_ITEMS)
+                .map(|(k, x)| (k.chars().take(64).collect(), bounded(x, depth + 1)))
+                .collect();
+            if o.len() > LOG_ITEMS {
+                out.insert("…".into(), Value::from(o.len() - LOG_ITEMS));
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
     }
 }
 
@@ -460,11 +582,14 @@ fn tools() -> Vec<Tool> {
 
 impl ServerHandler for DocsServer {
     fn get_info(&self) -> ServerConfig {
+        // Only what this client may query: the others' names are not its business.
+        let allow = &self.0.allow;
         let projects: Vec<String> = self
             .0
             .collections
             .iter()
             .filter_map(|c| c.project.clone())
+            .filter(|p| allow.is_empty() || allow.contains(p))
             .collect();
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("docloupe", env!("CARGO_PKG_VERSION")))
@@ -509,7 +634,20 @@ impl ServerHandler for DocsServer {
             _ => server.search_documents(&call_args),
         })
         .await
-        .map_err(|e| McpError::internal_error(format!("the search failed: {e}"), None))?;
+        .unwrap_or_else(|_| {
+            let failed = "the search failed";
+            let body = match tool.as_str() {
+                "search_docs" => json!({"errorCode": "INTERNAL_ERROR", "message": failed}),
+                _ => serde_json::to_value(DocumentsError::new(
+                    DocumentsErrorCode::InternalError,
+                    failed,
+                    json!({}),
+                ))
+                .unwrap_or(Value::Null),
+            };
+            error_outcome(body, "INTERNAL_ERROR")
+        });
+        // Logged before answering, whatever the answer.
         self.log(&tool, &args, &outcome, started);
         let mut result = if outcome.is_error {
             CallToolResult::error(vec![ContentBlock::text(outcome.text)])

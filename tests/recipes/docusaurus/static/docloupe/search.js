@@ -1,6 +1,6 @@
 // docloupe's search box for this Docusaurus site (docusaurus.config.js `scripts` loads it).
 // URLs are relative to this file, so under another baseUrl only that script entry changes.
-import { DocloupeSearch } from './docloupe-search.js';
+import { DocloupeSearch, pagePath } from './docloupe-search.js';
 
 const here = new URL('./', import.meta.url); // <baseUrl>docloupe/
 const docs = new URL('../docs/', here); // the docs plugin's routeBasePath
@@ -21,6 +21,6 @@ DocloupeSearch.configure({
   // A page's first `# Title` becomes its title, which has no id: that section links to the page.
   href: (r) => {
     const hash = r.anchor && r.sectionPath.length > 1 ? `#${encodeURIComponent(r.anchor)}` : '';
-    return new URL(encodeURI(page(r.documentPath)) + hash, docs).href;
+    return new URL(pagePath(page(r.documentPath)) + hash, docs).href;
   },
 });

@@ -1,6 +1,6 @@
 // docloupe's search box for this Starlight site (astro.config.mjs `head` loads it). URLs are
 // relative to this file, so under a `base` only that head entry changes.
-import { DocloupeSearch } from './docloupe-search.js';
+import { DocloupeSearch, pagePath } from './docloupe-search.js';
 
 const here = new URL('./', import.meta.url); // <base>/docloupe/
 const root = new URL('../', here);
@@ -24,6 +24,6 @@ DocloupeSearch.configure({
   href: (r) => {
     const p = page(r.documentPath);
     const hash = r.anchor && r.sectionPath.length > 1 ? `#${encodeURIComponent(r.anchor)}` : '';
-    return new URL(encodeURI(p ? `${p}/` : '') + hash, root).href;
+    return new URL(p ? pagePath(`${p}/`) + hash : `./${hash}`, root).href;
   },
 });

@@ -1,6 +1,6 @@
 // docloupe's search box for this VitePress site (config.mts `head` loads it). URLs are relative
 // to this file, so under a `base` only the script tag in config.mts changes.
-import { DocloupeSearch } from './docloupe-search.js';
+import { DocloupeSearch, pagePath } from './docloupe-search.js';
 
 const here = new URL('./', import.meta.url); // <site>/docloupe/
 const root = new URL('../', here); // the site's base
@@ -18,6 +18,6 @@ DocloupeSearch.configure({
   // with cleanUrls: true drop the '.html'), index.md → the directory.
   href: (r) => {
     const page = r.documentPath.replace(/\.md$/, '.html').replace(/(^|\/)index\.html$/, '$1');
-    return new URL(encodeURI(page) + (r.anchor ? `#${encodeURIComponent(r.anchor)}` : ''), root).href;
+    return new URL(pagePath(page) + (r.anchor ? `#${encodeURIComponent(r.anchor)}` : ''), root).href;
   },
 });

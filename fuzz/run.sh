@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs cargo-fuzz targets for FUZZ_SECONDS each (make fuzz), seeded from the test fixtures, and
+# prints executions and findings per target. Corpora and crashes live in $DOCLOUPE_CACHE/fuzz
+# (never in the repository). Needs the release binaries (a fixture bundle is built with them).
+# Usage: FUZZ_SECONDS=600 bash fuzz/run.sh [target ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${FUZZ_SECONDS:-600}
+CACHE=${DOCLOUPE_CACHE:-$HOME/.cache/docloupe}
+WORK="$CACHE/fuzz"
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(bundle request markdown pdf docx xlsx)
+mkdir -p "$WORK/seeds"
+
+# Seeds: every frozen and freshly built bundle, the parity requests, the fixture markdown,
+# and a file of each converted format from the tests' own writers.
+seeds="$WORK/seeds"
+mkdir -p "$seeds"/{bundle,request,markdown,pdf,docx,xlsx}
+cp tests/fixtures/bundles/*.bundle "$seeds/bundle/"
+target/release/index-builder build tests/fixtures/docs --out "$seeds/bundle/fixtures-fulltext.bundle" --no-embeddings --quiet >/dev/null
+target/release/index-builder build tests/fixtures/docs --out "$seeds/bundle/fixtures-hnsw.bundle" --hnsw-threshold 2 --quiet >/dev/null
+export DOCLOUPE_FUZZ_BUNDLE="$seeds/bundle/fixtures-hnsw.bundle"
+i=0
+while IFS= read -r line; do
+  i=$((i + 1))
+  printf '%s' "$line" > "$seeds/request/$i.json"
+done < tests/parity/requests.jsonl
+find tests/fixtures/docs tests/fixtures/site -name '*.md' -exec cp {} "$seeds/markdown/" \;
+DOCLOUPE_FUZZ_SEEDS="$seeds" cargo test --release --test hostile_inputs -- --ignored write_fuzz_seeds >/dev/null
+
+cd fuzz
+report=()
+for t in "${targets[@]}"; do
+  corpus="$WORK/corpus/$t"
+  mkdir -p "$corpus" "$WORK/artifacts/$t"
+  cp -n "$seeds/$t"/* "$corpus/" 2>/dev/null || true
+  log="$WORK/$t.log"
+  echo "== fuzz $t for ${SECONDS_EACH}s"
+  # rss/malloc limits: an allocation over 1 GB is a finding, as is a run over 10 s.
+  set +e
+  cargo +nightly fuzz run "$t" "$corpus" -- -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 \
+    -malloc_limit_mb=1024 -timeout=10 -artifact_prefix="$WORK/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  found=$(ls "$WORK/artifacts/$t" | wc -l)
+  report+=("$t: ${execs:-?} executions in ${SECONDS_EACH}s, exit $rc, $found findings in $WORK/artifacts/$t")
+done
+printf '%s\n' "${report[@]}"

@@ -1,0 +1,16 @@
+//! The index side of docloupe as a library: `index-builder` (src/main.rs) is its command
+//! line, and the fuzz targets (fuzz/) drive ingest and the converters through it.
+//!
+//! Data flow: [`ingest`] finds and parses documents (markdown, text) and [`convert`] turns the
+//! binary formats into the same sections, run in a limited child process by [`isolate`];
+//! [`cite`] matches documents to a bibliography; [`chunk`] cuts sections to the model's
+//! window; [`build`] drives it all into a bundle and writes it atomically; [`site`] renders the
+//! same folder as HTML pages.
+
+pub mod build;
+pub mod chunk;
+pub mod cite;
+pub mod convert;
+pub mod ingest;
+pub mod isolate;
+pub mod site;

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Trains the learned second stage (src/search/ranker.json): gradient-boosted trees over the
+features `src/search/rank.rs` computes for each candidate of the fused pool.
+
+Usage: prebuild/ranker/train.py [--out src/search/ranker.json] [--grid] [--trees N] ...
+(run by `make ranker`; needs the release binaries, the embedding model and LightGBM from PyPI)
+
+Data (no test split is ever read):
+  * fitted on the train split of tests/questions/docs-questions.jsonl (250 developer questions
+    over five documentation sets of ../shared/corpora, graded 2 = answers, 1 = related), and
+    with --scifact BEIR SciFact's train qrels too;
+  * settings chosen on its dev split (--grid prints dev top-3 for a few).
+For every query the release `docloupe search --jsonl --explain-features` answers a hybrid,
+reranked request over the fused top CANDIDATES (what the engine's second stage sees, with the
+contract's maxChunksPerDocument 3); each result carries its feature row, labelled with its
+document's grade. The bundles are the ones `make bench-quality` builds (same cache).
+
+Model: LightGBM lambdarank, shallow trees with many rows per leaf so that a few hundred
+queries do not make it memorize; one thread, fixed seed, so a re-run writes the same file.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+import quality  # noqa: E402  (the benchmark's datasets and bundles)
+
+CANDIDATES = 30
+
+
+def feature_names():
+    """The engine's feature names (`FEATURES` in src/search/rank.rs), in order."""
+    import re
+    src = open(os.path.join(ROOT, "src", "search", "rank.rs"), encoding="utf-8").read()
+    block = re.search(r"pub const FEATURES: \[&str; \d+\] = \[(.*?)\];", src, re.S).group(1)
+    return re.findall(r'"([^"]+)"', block)
+
+
+def collect(name, split, search_args):
+    """Feature rows of one dataset: [(query id, [(label, doc, row)])]."""
+    bundle, queries, _ = quality.dataset(name, split, [], False)
+    beir = not name.startswith(("docs:", "titles:"))
+    requests = [{"query": q["text"], "mode": "hybrid", "rerank": True, "limit": CANDIDATES,
+                 "candidateLimit": CANDIDATES, "includeContext": False} for q in queries]
+    out = quality.search_jsonl(bundle, requests, ["--explain-features", "--max-limit", str(CANDIDATES),
+                                                  *search_args])
+    groups = []
+    for q, resp in zip(queries, out):
+        if "errorCode" in resp:
+            sys.exit(f"{name}: {resp}")
+        rows = []
+        for r in resp["results"]:
+            f = r["rankingSignals"].get("features")
+            if f is None:
+                continue
+            d = quality.doc_key(r["documentPath"], beir)
+            copy_key = (r["title"], r["documentPath"].rsplit("/", 1)[-1])
+            rows.append((q["rels"].get(d, 0), d, f, copy_key))
+        groups.append((f"{name}/{q['id']}", q["rels"], rows))
+    return groups
+
+
+COPY_PENALTY = 3.0  # src/search/rank.rs
+
+
+def demote_copies(rows, scores):
+    """What the engine does after scoring (rank.rs `demote_copies`): a chunk of a document with
+    the same title and file name as a better-ranked document loses COPY_PENALTY."""
+    order = sorted(range(len(rows)), key=lambda i: -scores[i])
+    first, out = {}, list(scores)
+    for i in order:
+        holder = first.setdefault(rows[i][3], rows[i][1])
+        if holder != rows[i][1]:
+            out[i] -= COPY_PENALTY
+    return out
+
+
+def doc_order(rows, scores, demote=True):
+    """Documents in order of their best-scoring chunk, copies demoted as the engine does."""
+    best = {}
+    for (label, d, f, key), s in zip(rows, demote_copies(rows, scores) if demote else scores):
+        best[d] = max(best.get(d, -1e30), s)
+    return [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
+
+
+def top3(groups, score_fn, answer_grade, demote=True):
+    hits = 0
+    for _, rels, rows in groups:
+        order = doc_order(rows, [score_fn(r) for r in rows], demote)
+        answers = {d for d, g in rels.items() if g >= answer_grade}
+        hits += any(d in answers for d in order[:3])
+    return hits / max(len(groups), 1)
+
+
+def train(groups, args, weights=None):
+    """Fits the model; `weights` (per group, default 1) scale each query's say."""
+    import lightgbm as lgb
+    import numpy as np
+    X, y, w, sizes = [], [], [], []
+    for k, (_, _, rows) in enumerate(groups):
+        if not rows or not any(r[0] > 0 for r in rows):
+            continue  # nothing to learn from a query whose answer is not in the pool
+        X += [r[2] for r in rows]
+        y += [r[0] for r in rows]
+        w += [weights[k] if weights else 1.0] * len(rows)
+        sizes.append(len(rows))
+    params = dict(objective="lambdarank", metric="ndcg", ndcg_eval_at=[3], learning_rate=args.learning_rate,
+                  num_leaves=args.leaves, min_data_in_leaf=args.min_leaf, feature_fraction=1.0,
+                  bagging_fraction=1.0, lambda_l2=args.l2, num_threads=1, deterministic=True,
+                  force_row_wise=True, seed=20261125, verbose=-1, label_gain=[0, 1, 3])
+    data = lgb.Dataset(np.array(X, dtype=np.float32), label=np.array(y), group=sizes, weight=np.array(w))
+    return lgb.train(params, data, num_boost_round=args.trees)
+
+
+def export(booster, names, path, model_id):
+    """Flattens LightGBM's trees into the engine's format (src/search/rank.rs `Tree`)."""
+    dump = booster.dump_model()
+    assert dump["feature_names"] == [f"Column_{i}" for i in range(len(names))] or dump["feature_names"] == names
+    trees = []
+    for t in dump["tree_info"]:
+        feature, threshold, left, right, leaf = [], [], [], [], []
+
+        def walk(node):
+            if "leaf_value" in node:
+                leaf.append(float(node["leaf_value"]))
+                return ~(len(leaf) - 1)
+            i = len(feature)
+            feature.append(int(node["split_feature"]))
+            threshold.append(float(node["threshold"]))
+            left.append(0)
+            right.append(0)
+            assert node["decision_type"] == "<="
+            left[i] = walk(node["left_child"])
+            right[i] = walk(node["right_child"])
+            return i
+
+        root = t["tree_structure"]
+        if "leaf_value" in root:
+            leaf.append(float(root["leaf_value"]))
+        else:
+            walk(root)
+        trees.append(dict(feature=feature, threshold=threshold, left=left, right=right, leaf=leaf))
+    model = {"id": model_id, "features": names, "base": 0.0, "trees": trees}
+    with open(path, "w") as f:
+        json.dump(model, f, separators=(",", ":"))
+        f.write("\n")
+
+
+def ndcg10(groups, score_fn):
+    """Mean nDCG@10 of the pool's documents ordered by `score_fn` (beyond the pool: none)."""
+    total = 0.0
+    for _, rels, rows in groups:
+        order = doc_order(rows, [score_fn(r) for r in rows], demote=False)
+        dcg = sum(rels.get(d, 0) / math.log2(i + 2) for i, d in enumerate(order[:10]))
+        ideal = sorted(rels.values(), reverse=True)[:10]
+        total += dcg / sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return total / max(len(groups), 1)
+
+
+def evaluate(dev, score_fn):
+    """Top-3 per dev corpus (and all): the fused order, and `score_fn`'s with copies demoted."""
+    fused = lambda r: r[2][0]  # noqa: E731  the first stage's score
+    rows, n, f_all, r_all = [], 0, 0.0, 0.0
+    for corpus, groups in dev.items():
+        f3 = top3(groups, fused, 2, demote=False)
+        r3 = top3(groups, score_fn, 2)
+        rows.append((corpus, len(groups), f3, r3))
+        n += len(groups)
+        f_all += f3 * len(groups)
+        r_all += r3 * len(groups)
+    rows.append(("all", n, f_all / max(n, 1), r_all / max(n, 1)))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(ROOT, "src", "search", "ranker.json"))
+    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--leaves", type=int, default=2)
+    ap.add_argument("--min-leaf", type=int, default=20)
+    ap.add_argument("--learning-rate", type=float, default=0.1)
+    ap.add_argument("--l2", type=float, default=1.0)
+    ap.add_argument("--scifact", action="store_true", help="also fit on half of SciFact's train split")
+    ap.add_argument("--scifact-weight", type=float, default=0.25, help="a SciFact query's weight")
+    ap.add_argument("--grid", action="store_true", help="try a few settings, print dev top-3 for each")
+    ap.add_argument("--search-args", default="")
+    ap.add_argument("--id", default="docloupe-ranker-1")
+    ap.add_argument("--corpora", default=",".join(quality.DOCS_CORPORA), help="docs sets to use")
+    args = ap.parse_args()
+    search_args = args.search_args.split()
+    corpora = args.corpora.split(",")
+    fit = [g for c in corpora for g in collect(f"docs:{c}", "train", search_args)]
+    weights = [1.0] * len(fit)
+    dev = {c: collect(f"docs:{c}", "dev", search_args) for c in corpora}
+    if args.scifact:
+        # SciFact's train queries: even ones fitted (at --scifact-weight), odd ones judge.
+        sci = collect("scifact", "train", search_args)
+        fit += sci[0::2]
+        weights += [args.scifact_weight] * len(sci[0::2])
+        sci_dev = sci[1::2]
+    settings = [vars(args)]
+    if args.grid:
+        settings = [dict(vars(args), **g) for g in (
+            dict(leaves=2, min_leaf=20, trees=100, learning_rate=0.1),
+            dict(leaves=2, min_leaf=20, trees=300, learning_rate=0.05),
+            dict(leaves=4, min_leaf=20, trees=100, learning_rate=0.1),
+            dict(leaves=4, min_leaf=50, trees=200, learning_rate=0.05),
+            dict(leaves=8, min_leaf=20, trees=100, learning_rate=0.05),
+        )]
+    for st in settings:
+        a = argparse.Namespace(**st)
+        booster = train(fit, a, weights)
+        score = lambda r, b=booster: float(b.predict([r[2]])[0])  # noqa: E731
+        print(f"fit on {len(fit)} train queries; leaves {a.leaves}, min_leaf {a.min_leaf}, trees {a.trees}, "
+              f"lr {a.learning_rate}")
+        print(f"  {'dev corpus':<28} {'n':>3} {'fused top3':>10} {'ranked top3':>11}")
+        for corpus, n, f3, r3 in evaluate(dev, score):
+            print(f"  {corpus:<28} {n:>3} {f3:10.3f} {r3:11.3f}")
+        if args.scifact:
+            fused = lambda r: r[2][0]  # noqa: E731
+            print(f"  scifact (other half of train) nDCG@10 fused {ndcg10(sci_dev, fused):.4f} "
+                  f"ranked {ndcg10(sci_dev, score):.4f}")
+    if not args.grid:
+        export(booster, feature_names(), args.out, args.id)
+        print(f"wrote {args.out}: {args.trees} trees")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,475 @@
+//! The learned second stage: a small model over cheap features of each candidate.
+//!
+//! Hybrid fusion ([`super::fuse`]) judges a chunk by two numbers, its BM25 and its cosine. A
+//! documentation page has more to say: whether the page as a whole is about the question (its
+//! best chunks, how many of the query's words it holds anywhere), whether its title or the
+//! section's headings name what was asked, whether an identifier the reader pasted
+//! (`--save-dev`, `std::vector`, `Get-ChildItem`) appears verbatim, whether the query *is* the
+//! page's title. [`features`] measures these for each candidate of the fused pool from data
+//! the engine already holds (postings, vectors, titles, breadcrumbs, chunk text): no model
+//! inference, a few milliseconds for a pool of 30. A [`Ranker`] (gradient-boosted trees,
+//! trained by `prebuild/ranker/train.py` on the dev split of the project's own questions and
+//! SciFact's train split, committed as `ranker.json`) turns them into a relevance score.
+//!
+//! Every value is computed in f32 with deterministic operations (libm's `logf`), so native
+//! and wasm builds order candidates identically.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::corpus::Corpus;
+use super::fuse::Hit;
+use super::retrieve::Retriever;
+use crate::analyze::Analyzer;
+use crate::error::{Error, Result};
+use crate::index::lexical;
+
+/// Names of the features, in the order [`features`] writes them (and models read them).
+pub const FEATURES: [&str; 22] = [
+    "fused",
+    "cos",
+    "lex",
+    "doc_cos_max",
+    "doc_cos_2nd",
+    "cos_gap",
+    "doc_lex_max",
+    "chunk_cov",
+    "doc_cov",
+    "title_cov",
+    "crumb_cov",
+    "title_exact",
+    "phrase",
+    "ident",
+    "first_chunk",
+    "depth",
+    "doc_chunks",
+    "query_terms",
+    "sem_rank",
+    "fused_rel",
+    "cos_rel",
+    "doc_cos_rel",
+];
+pub const N_FEATURES: usize = FEATURES.len();
+
+/// Query terms beyond this many do not count for coverage (a bit mask per chunk holds them).
+const MAX_TERMS: usize = 64;
+
+/// What the features need of the query.
+pub struct QueryView<'q> {
+    /// The query as typed (identifiers are matched in it verbatim).
+    pub text: &'q str,
+    /// Its analyzed terms, in order (repeats kept: phrases need them).
+    pub terms: &'q [String],
+    pub vector: &'q [f32],
+}
+
+/// One row of features per hit of `pool`, in the order of [`FEATURES`].
+pub fn features(
+    r: &Retriever,
+    analyzer: &Analyzer,
+    query: &QueryView,
+    pool: &[Hit],
+) -> Vec<[f32; N_FEATURES]> {
+    let corpus = r.corpus;
+    let n = corpus.n_chunks();
+    // Distinct terms (at most MAX_TERMS), their idf and Σ idf.
+    let distinct: Vec<&str> = lexical::unique(query.terms)
+        .into_iter()
+        .take(MAX_TERMS)
+        .collect();
+    let idf: Vec<f32> = distinct
+        .iter()
+        .map(|t| lexical::bm25_idf(n, corpus.doc_freq(t)))
+        .collect();
+    let ideal: f32 = idf.iter().sum();
+    let weight_of = |mask: u64| -> f32 {
+        if ideal <= 0.0 {
+            return 0.0;
+        }
+        let s: f32 = (0..distinct.len())
+            .filter(|&i| mask & (1 << i) != 0)
+            .map(|i| idf[i])
+            .sum();
+        s / ideal
+    };
+    let mask_of = |terms: &[String]| -> u64 {
+        distinct
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| terms.iter().any(|x| x == *t))
+            .fold(0u64, |m, (i, _)| m | (1 << i))
+    };
+
+    // The documents of the pool, and for each the chunks that hold each query term.
+    let docs: BTreeMap<u32, ()> = pool.iter().map(|h| (corpus.doc_of(h.chunk), ())).collect();
+    let mut chunk_mask: BTreeMap<u32, u64> = BTreeMap::new();
+    for (i, t) in distinct.iter().enumerate() {
+        for c in corpus.chunks_with(t) {
+            if docs.contains_key(&corpus.doc_of(c)) {
+                *chunk_mask.entry(c).or_default() |= 1 << i;
+            }
+        }
+    }
+    // BM25 of every chunk holding a query term (for a document's best lexical chunk).
+    let bm25: BTreeMap<u32, f32> = r
+        .lexical(query.terms)
+        .into_iter()
+        .filter(|(c, _)| docs.contains_key(&corpus.doc_of(*c)))
+        .collect();
+    // Per document: best and second-best chunk cosine, best lexical score, term mask.
+    let mut doc_stats: BTreeMap<u32, (f32, f32, f32, u64)> = BTreeMap::new();
+    for &d in docs.keys() {
+        let (first, count) = corpus.doc_span(d);
+        let (mut best, mut second, mut lex, mut mask) = (0f32, 0f32, 0f32, 0u64);
+        for c in first..first + count {
+            let cos = r.cosine(query.vector, c).unwrap_or(0.0).max(0.0);
+            if cos > best {
+                second = best;
+                best = cos;
+            } else if cos > second {
+                second = cos;
+            }
+            if let Some(&b) = bm25.get(&c) {
+                lex = lex.max(normalized(b, ideal));
+            }
+            mask |= chunk_mask.get(&c).copied().unwrap_or(0);
+        }
+        doc_stats.insert(d, (best, second, lex, mask));
+    }
+
+    let query_terms = distinct.len() as f32;
+    let identifiers = identifiers(query.text);
+    let query_seq: Vec<&str> = query.terms.iter().map(String::as_str).collect();
+    // Semantic rank within the pool: how many hits have a higher cosine (equal cosines share
+    // a rank, so identical chunks get identical features and scores).
+    let sem_rank: Vec<usize> = pool
+        .iter()
+        .map(|h| pool.iter().filter(|o| o.semantic > h.semantic).count())
+        .collect();
+
+    // The pool's best of each semantic signal: cosines sit in a model's own range (E5's
+    // unrelated pairs score ~0.7), so the model also sees each one relative to the best.
+    let best_fused = pool.iter().map(|h| h.score).fold(0f32, f32::max);
+    let best_cos = pool.iter().map(|h| h.semantic).fold(0f32, f32::max);
+    let best_doc_cos = doc_stats.values().map(|s| s.0).fold(0f32, f32::max);
+    pool.iter()
+        .enumerate()
+        .map(|(i, hit)| {
+            let meta = corpus.chunk(hit.chunk);
+            let d = corpus.doc_of(hit.chunk);
+            let doc = corpus.document(d);
+            let (doc_cos_max, doc_cos_2nd, doc_lex_max, doc_mask) = doc_stats[&d];
+            let title_terms = analyzer.terms(&doc.title);
+            let crumb_terms = analyzer.terms(
+                &meta
+                    .section_path
+                    .iter()
+                    .skip(1)
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            let text = corpus.text(hit.chunk);
+            let cos = hit.semantic.max(0.0);
+            let (_, count) = corpus.doc_span(d);
+            [
+                hit.score,
+                cos,
+                normalized(hit.lexical, ideal),
+                doc_cos_max,
+                doc_cos_2nd,
+                doc_cos_max - cos,
+                doc_lex_max,
+                weight_of(chunk_mask.get(&hit.chunk).copied().unwrap_or(0)),
+                weight_of(doc_mask),
+                weight_of(mask_of(&title_terms)),
+                weight_of(mask_of(&crumb_terms)),
+                f32::from(!query_seq.is_empty() && title_terms == query.terms),
+                phrase(analyzer, &query_seq, text),
+                identifier_match(&identifiers, &doc.title, &meta.section_path, text),
+                f32::from(meta.chunk_index == 0),
+                meta.section_path.len().min(6) as f32 / 6.0,
+                libm::logf(1.0 + count as f32),
+                query_terms.min(10.0) / 10.0,
+                1.0 / (1.0 + sem_rank[i] as f32),
+                hit.score - best_fused,
+                cos - best_cos,
+                doc_cos_max - best_doc_cos,
+            ]
+        })
+        .collect()
+}
+
+/// How far a document's other chunks fall below its best one, at most (logit units).
+pub const WITHIN_DOCUMENT_SPREAD: f32 = 6.0;
+
+/// Documents by the model, chunks within a document by the first stage. The model is trained
+/// on page-level judgments (every chunk of a page that answers is labelled as answering), so
+/// it knows which page answers, not which of its chunks does: the first stage's fused score,
+/// which measures the chunk itself, knows that better. Each chunk gets its document's best
+/// logit, lowered by up to [`WITHIN_DOCUMENT_SPREAD`] as its fused score falls short of the
+/// best fused score among its document's chunks in the pool. A document's best chunk keeps
+/// the document's logit, so the order of documents is the model's.
+pub fn order_within_documents(corpus: &Corpus, pool: &[Hit], logits: &mut [f32]) {
+    let mut best: BTreeMap<u32, (f32, f32)> = BTreeMap::new();
+    for (h, &l) in pool.iter().zip(logits.iter()) {
+        let e = best
+            .entry(corpus.doc_of(h.chunk))
+            .or_insert((f32::NEG_INFINITY, 0.0));
+        e.0 = e.0.max(l);
+        e.1 = e.1.max(h.score);
+    }
+    for (h, l) in pool.iter().zip(logits.iter_mut()) {
+        let (doc_logit, doc_fused) = best[&corpus.doc_of(h.chunk)];
+        let short = if doc_fused > 0.0 {
+            1.0 - (h.score / doc_fused).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        *l = doc_logit - WITHIN_DOCUMENT_SPREAD * short;
+    }
+}
+
+/// How far a copy of a better-ranked page falls: its logit drops by this much (its odds by
+/// ~20×), enough to let distinct pages through, not so much that a strong copy sinks below
+/// noise.
+pub const COPY_PENALTY: f32 = 3.0;
+
+/// Distinct pages first. Versioned documentation keeps the same page under several folders
+/// (`reference/5.1/…/Get-Process.md`, `…/7.4/…`): five copies of one page fill a first page
+/// of results and push the page that answers out of it. A document with the same title and
+/// file name as a document ranked above it is a copy: its scores (logits, in `scores`) drop
+/// by [`COPY_PENALTY`]. Greedy in rank order, so the best copy of each page stays where it is.
+pub fn demote_copies(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
+    let mut order: Vec<usize> = (0..pool.len()).collect();
+    order.sort_by(|&a, &b| {
+        scores[b]
+            .total_cmp(&scores[a])
+            .then(pool[a].chunk.cmp(&pool[b].chunk))
+    });
+    // (title, file name) → the document that holds it first.
+    let mut first: BTreeMap<(&str, &str), u32> = BTreeMap::new();
+    for i in order {
+        let d = corpus.doc_of(pool[i].chunk);
+        let doc = corpus.document(d);
+        let name = doc.path.rsplit('/').next().unwrap_or(&doc.path);
+        let holder = *first.entry((doc.title.as_str(), name)).or_insert(d);
+        if holder != d {
+            scores[i] -= COPY_PENALTY;
+        }
+    }
+}
+
+/// BM25 over Σ idf, capped at 1 (as fusion's lexical signal).
+fn normalized(bm25: f32, ideal: f32) -> f32 {
+    if ideal > 0.0 {
+        (bm25 / ideal).min(1.0)
+    } else {
+        0.0
+    }
+}
+
+/// Share of the query's adjacent term pairs that are adjacent in `text` too (0 for a query of
+/// one term).
+fn phrase(analyzer: &Analyzer, query: &[&str], text: &str) -> f32 {
+    if query.len() < 2 {
+        return 0.0;
+    }
+    let words = analyzer.terms(text);
+    let pairs: std::collections::BTreeSet<(&str, &str)> = words
+        .windows(2)
+        .map(|w| (w[0].as_str(), w[1].as_str()))
+        .collect();
+    let found = query
+        .windows(2)
+        .filter(|w| pairs.contains(&(w[0], w[1])))
+        .count();
+    found as f32 / (query.len() - 1) as f32
+}
+
+/// Words of the query a reader pasted from code: with `::`, `-`, `_`, `.`, `<`, `(`, `/`,
+/// `=` or `#` inside, or camelCase, or letters and digits mixed; lowercased, surrounding
+/// quotes and punctuation dropped.
+pub fn identifiers(query: &str) -> Vec<String> {
+    query
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| {
+                matches!(
+                    c,
+                    '`' | '"' | '\'' | ',' | ';' | '?' | '!' | '«' | '»' | '“' | '”'
+                )
+            })
+        })
+        .filter(|w| w.chars().count() >= 2)
+        .filter(|w| {
+            let inner = w.trim_end_matches(['.', ':']);
+            let chars: Vec<char> = inner.chars().collect();
+            let marks = chars
+                .iter()
+                .any(|c| matches!(c, ':' | '-' | '_' | '.' | '<' | '(' | '/' | '=' | '#' | '$'));
+            let camel = chars
+                .windows(2)
+                .any(|p| p[0].is_lowercase() && p[1].is_uppercase());
+            let mixed =
+                chars.iter().any(|c| c.is_ascii_digit()) && chars.iter().any(|c| c.is_alphabetic());
+            marks && chars.iter().any(|c| c.is_alphanumeric()) || camel || mixed
+        })
+        .map(|w| w.to_lowercase())
+        .collect()
+}
+
+/// Share of `identifiers` found verbatim (case-insensitively) in the title, breadcrumb or text.
+fn identifier_match(identifiers: &[String], title: &str, crumbs: &[String], text: &str) -> f32 {
+    if identifiers.is_empty() {
+        return 0.0;
+    }
+    let haystack = format!("{title}\n{}\n{text}", crumbs.join("\n")).to_lowercase();
+    let found = identifiers
+        .iter()
+        .filter(|id| haystack.contains(id.as_str()))
+        .count();
+    found as f32 / identifiers.len() as f32
+}
+
+/// A trained ranking model: gradient-boosted regression trees over [`FEATURES`]. The score of
+/// a row is `base` plus every tree's leaf value; higher is more relevant.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Ranker {
+    pub id: String,
+    pub features: Vec<String>,
+    pub base: f32,
+    pub trees: Vec<Tree>,
+}
+
+/// One tree in flat arrays: node `i` sends a row left when `row[feature[i]] <= threshold[i]`;
+/// a child index `< 0` is leaf `!child` (`-1` is leaf 0).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Tree {
+    pub feature: Vec<u32>,
+    pub threshold: Vec<f32>,
+    pub left: Vec<i32>,
+    pub right: Vec<i32>,
+    pub leaf: Vec<f32>,
+}
+
+/// The committed model (`prebuild/ranker/train.py` writes it).
+const DEFAULT_RANKER: &str = include_str!("ranker.json");
+
+impl Ranker {
+    /// Parses and checks a model: it must name exactly [`FEATURES`], and every node must
+    /// point inside its tree (a tree walk can then neither panic nor loop).
+    pub fn from_json(json: &str) -> Result<Ranker> {
+        let model: Ranker =
+            serde_json::from_str(json).map_err(|e| Error::Model(format!("ranker model: {e}")))?;
+        if model.features != FEATURES {
+            return Err(Error::Model(format!(
+                "ranker model {} reads features {:?}; this engine computes {FEATURES:?}",
+                model.id, model.features
+            )));
+        }
+        for (k, t) in model.trees.iter().enumerate() {
+            let nodes = t.feature.len();
+            let bad = t.threshold.len() != nodes
+                || t.left.len() != nodes
+                || t.right.len() != nodes
+                || t.leaf.is_empty()
+                || t.feature.iter().any(|&f| f as usize >= N_FEATURES)
+                || t.threshold.iter().any(|x| x.is_nan())
+                || t.leaf.iter().any(|x| !x.is_finite())
+                || t.left.iter().chain(&t.right).enumerate().any(|(i, &c)| {
+                    let node = i % nodes.max(1);
+                    if c < 0 {
+                        (!c) as usize >= t.leaf.len()
+                    } else {
+                        // Children come after their parent: no cycles.
+                        c as usize >= nodes || c as usize <= node
+                    }
+                });
+            if bad {
+                return Err(Error::Model(format!("ranker model: tree {k} is malformed")));
+            }
+        }
+        Ok(model)
+    }
+
+    /// The model the engine ranks with unless a host installs another second stage.
+    pub fn default_model() -> &'static Ranker {
+        static MODEL: std::sync::OnceLock<Ranker> = std::sync::OnceLock::new();
+        MODEL.get_or_init(|| Ranker::from_json(DEFAULT_RANKER).expect("the committed ranker loads"))
+    }
+
+    pub fn score(&self, row: &[f32; N_FEATURES]) -> f32 {
+        let mut s = self.base;
+        for t in &self.trees {
+            if t.feature.is_empty() {
+                s += t.leaf[0];
+                continue;
+            }
+            let mut node = 0usize;
+            loop {
+                let go = if row[t.feature[node] as usize] <= t.threshold[node] {
+                    t.left[node]
+                } else {
+                    t.right[node]
+                };
+                if go < 0 {
+                    s += t.leaf[(!go) as usize];
+                    break;
+                }
+                node = go as usize;
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_what_a_reader_pastes_from_code() {
+        assert_eq!(
+            identifiers("how to use std::vector with `--save-dev` in Get-ChildItem, LNK2019?"),
+            ["std::vector", "--save-dev", "get-childitem", "lnk2019"]
+        );
+        assert_eq!(identifiers("what is a defineModel macro"), ["definemodel"]);
+        assert!(identifiers("how do I publish a package").is_empty());
+        assert!(identifiers("Что такое v-model?").contains(&"v-model".to_owned()));
+    }
+
+    #[test]
+    fn trees_walk_to_their_leaves() {
+        let json = format!(
+            r#"{{"id":"t","features":{},"base":0.5,"trees":[
+              {{"feature":[1,0],"threshold":[0.5,0.2],"left":[1,-2],"right":[-1,-3],"leaf":[10,20,30]}},
+              {{"feature":[],"threshold":[],"left":[],"right":[],"leaf":[1]}}]}}"#,
+            serde_json::to_string(&FEATURES).unwrap()
+        );
+        let m = Ranker::from_json(&json).unwrap();
+        let mut row = [0f32; N_FEATURES];
+        assert_eq!(m.score(&row), 0.5 + 20.0 + 1.0);
+        row[0] = 0.3;
+        assert_eq!(m.score(&row), 0.5 + 30.0 + 1.0);
+        row[1] = 0.9;
+        assert_eq!(m.score(&row), 0.5 + 10.0 + 1.0);
+    }
+
+    #[test]
+    fn malformed_models_are_refused() {
+        let feats = serde_json::to_string(&FEATURES).unwrap();
+        for tree in [
+            r#"{"feature":[0],"threshold":[0],"left":[0],"right":[-1],"leaf":[1]}"#,
+            r#"{"feature":[0],"threshold":[0],"left":[-5],"right":[-1],"leaf":[1]}"#,
+            r#"{"feature":[99],"threshold":[0],"left":[-1],"right":[-1],"leaf":[1]}"#,
+            r#"{"feature":[0],"threshold":[0],"left":[-1],"right":[-1],"leaf":[]}"#,
+        ] {
+            let json = format!(r#"{{"id":"t","features":{feats},"base":0,"trees":[{tree}]}}"#);
+            assert!(Ranker::from_json(&json).is_err(), "{tree}");
+        }
+        assert!(Ranker::from_json(r#"{"id":"t","features":["x"],"base":0,"trees":[]}"#).is_err());
+        Ranker::default_model();
+    }
+}
