@@ -166,7 +166,16 @@ impl Analyzer {
 
 fn push_folded(word: &mut String, c: char) {
     for l in c.to_lowercase() {
-        word.push(if l == 'ё' { 'е' } else { l });
+        word.push(fold(l));
+    }
+}
+
+/// What the analyzer folds a lowercase letter to (`ё` → `е`).
+pub fn fold(c: char) -> char {
+    if c == 'ё' {
+        'е'
+    } else {
+        c
     }
 }
 

@@ -2,7 +2,8 @@
 //! for a terminal, markdown for a chat, JSON in `search_documents`' shape. Golden files in
 //! `tests/fixtures/golden/` (times masked); `UPDATE_GOLDEN=1 cargo test --test cli_formats`
 //! rewrites them, for review in the diff. The hybrid goldens run on the portable kernels, whose
-//! arithmetic is the same on every CPU, so the model-derived scores in them are too.
+//! arithmetic is the same on every CPU, for the documents (the bundle) as for the query, so
+//! the model-derived scores in them are too.
 
 mod common;
 
@@ -21,9 +22,11 @@ fn golden(name: &str, actual: &str) {
     assert_eq!(actual, expected, "{name} differs from its golden file");
 }
 
-/// Runs `docloupe search` on the fixture bundle; stdout with times masked, and the status.
+/// Runs `docloupe search` on the fixture bundle (built on the portable kernels, so the
+/// documents' vectors are the same on every CPU too); stdout with times masked, and the
+/// status.
 fn search(args: &[&str]) -> (String, Option<i32>) {
-    let (_tmp, bundle) = common::fixture_bundle_file();
+    let (_tmp, bundle) = common::portable_fixture_bundle_file();
     let out = common::docloupe_search(&bundle)
         .args(["--models", common::model_dir().to_str().unwrap()])
         .args(args)

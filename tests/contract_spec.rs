@@ -703,6 +703,78 @@ fn a_misspelled_word_gets_suggestions_from_the_collection() {
     assert!(r.suggestions.is_empty(), "{:?}", r.suggestions);
 }
 
+// ---- typos and the word being typed ----------------------------------------------------------
+
+/// The first result's path and score for a fulltext query.
+fn top(e: &Engine, query: &str) -> (String, f32) {
+    let r = ok(e, json!({"query": query, "mode": "fulltext"}));
+    let first = r
+        .results
+        .first()
+        .unwrap_or_else(|| panic!("{query:?} found nothing"));
+    (first.document_path.clone(), first.score)
+}
+
+#[test]
+fn a_word_one_or_two_edits_off_still_finds_its_page_below_the_exact_word() {
+    let e = engine();
+    let (page, exact) = top(&e, "invalidation");
+    assert_eq!(page, "en/caching.md");
+    for typo in [
+        "invalidaton",   // a letter left out
+        "invallidation", // one too many
+        "invalodation",  // one wrong
+        "invaildation",  // two swapped
+        "invaldaton",    // two left out
+        "inavlidaton",   // two swapped, one left out
+    ] {
+        let (found, score) = top(&e, typo);
+        assert_eq!(found, page, "{typo}");
+        assert!(score < exact, "{typo}: {score} ≥ the exact word's {exact}");
+    }
+    // Russian: «устоновка» is one letter off «установка».
+    let (found, _) = top(&e, "устоновка");
+    assert_eq!(found, "ru/установка.md");
+}
+
+#[test]
+fn highlights_mark_the_word_a_typo_matched() {
+    let e = engine();
+    let r = ok(&e, json!({"query": "databse", "mode": "fulltext"}));
+    let first = &r.results[0];
+    let chars: Vec<char> = first.snippet.chars().collect();
+    let marked: Vec<String> = first
+        .highlights
+        .iter()
+        .map(|h| {
+            chars[h.start..h.end]
+                .iter()
+                .collect::<String>()
+                .to_lowercase()
+        })
+        .collect();
+    assert!(
+        marked.iter().any(|w| w == "database"),
+        "{marked:?} in {:?}",
+        first.snippet
+    );
+}
+
+#[test]
+fn the_last_word_of_a_query_matches_as_a_prefix() {
+    let e = engine();
+    // "invalid" is no word of the fixtures; "Invalidation" begins with it.
+    let (found, _) = top(&e, "cache invali");
+    assert_eq!(found, "en/caching.md");
+    let (found, _) = top(&e, "устан");
+    assert_eq!(found, "ru/установка.md");
+    // Two letters are enough to complete ("ca" → cache), one is not.
+    let (found, _) = top(&e, "ca");
+    assert_eq!(found, "en/caching.md");
+    let r = ok(&e, json!({"query": "c", "mode": "fulltext"}));
+    assert!(r.results.is_empty(), "{:?}", paths(&r));
+}
+
 // ---- fusion --------------------------------------------------------------------------------
 
 #[test]

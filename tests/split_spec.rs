@@ -68,6 +68,12 @@ fn requests() -> Vec<String> {
             r#"{"mode": "fulltext", "query": "zzzzqqq"}"#,
             r#"{"mode": "fulltext", "query": "a"}"#,
             r#"{"mode": "fulltext", "query": "cache", "projectId": "nope/nope"}"#,
+            // Prefixes (the word being typed) whose terms span several tiny shards, and typos.
+            r#"{"mode": "fulltext", "query": "cache conf"}"#,
+            r#"{"mode": "fulltext", "query": "ca"}"#,
+            r#"{"mode": "fulltext", "query": "устан"}"#,
+            r#"{"mode": "fulltext", "query": "invalidaton entri"}"#,
+            r#"{"mode": "fulltext", "query": "databse", "limit": 2}"#,
             r#"{"mode": "fulltext", "query": ""}"#,
             r#"["cache"]"#,
         ]
@@ -182,6 +188,47 @@ fn filters_read_the_document_table_and_misspellings_the_vocabulary() {
 }
 
 #[test]
+fn a_prefix_reads_the_same_terms_from_shards_as_from_the_whole_index_within_its_cap() {
+    let bytes = common::fixture_bundle();
+    let whole = docloupe::bundle::decode(bytes).unwrap();
+    let files = files_of(bytes, TINY);
+    let mut split = docloupe::bundle::split::SplitBundle::open(&files[CORE_FILE]).unwrap();
+    let n_shards = split.core.lex_shards.len();
+    assert!(n_shards > 50, "{n_shards} tiny shards");
+    for prefix in ["c", "ca", "cach", "con", "у", "уст", "zzz", "", "ё"] {
+        for cap in [0, 1, 2, 5, 1000] {
+            let expected = whole.lexical.terms_with_prefix(prefix, cap);
+            let mut fresh = docloupe::bundle::split::SplitBundle::open(&files[CORE_FILE]).unwrap();
+            let got = match fresh.terms_with_prefix(prefix, cap) {
+                Ok(found) => found.map(|v| v.into_iter().map(|(t, d)| (t.to_owned(), d)).collect()),
+                Err(missing) => {
+                    // Too many terms is known from the core alone; else the shards come next.
+                    for shard in missing {
+                        let name = shard.file_name();
+                        fresh.add(&name, &files[&name]).unwrap();
+                    }
+                    fresh
+                        .terms_with_prefix(prefix, cap)
+                        .expect("every shard loaded")
+                        .map(|v| v.into_iter().map(|(t, d)| (t.to_owned(), d)).collect())
+                }
+            };
+            let expected: Option<Vec<(String, usize)>> =
+                expected.map(|v| v.into_iter().map(|(t, d)| (t.to_owned(), d)).collect());
+            assert_eq!(got, expected, "{prefix:?} cap {cap}");
+        }
+    }
+    // A short prefix whose terms fill whole shards past the cap reads no shard at all.
+    assert!(matches!(split.terms_with_prefix("", 3), Ok(None)));
+    for (name, file) in &files {
+        if name.starts_with("lex-") {
+            split.add(name, file).unwrap();
+        }
+    }
+    assert!(split.terms_with_prefix("c", 10_000).unwrap().unwrap().len() > 3);
+}
+
+#[test]
 fn the_same_bundle_splits_into_the_same_files() {
     let bytes = common::fixture_bundle();
     let bundle = docloupe::bundle::decode(bytes).unwrap();
@@ -222,6 +269,12 @@ fn a_bad_core_is_refused_with_a_typed_error() {
         }
         // Flipping the version's high bits may only make the version newer, still an error.
     }
+    // A core cut in the previous layout (version 2, no term counts) asks to be cut again.
+    let mut old = core.clone();
+    old[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let e = Engine::split(&old).unwrap_err();
+    assert!(e.to_string().contains("older"), "{e}");
+    assert_eq!(collection_unavailable(e), "OlderFormat");
     let whole = common::fixture_bundle();
     assert_eq!(
         collection_unavailable(Engine::split(whole).unwrap_err()),

@@ -61,7 +61,12 @@ pub fn encode(bundle: &Bundle) -> Result<Vec<u8>> {
 /// Reads and verifies the fixed prefix and the header. Returns the header and the offset
 /// where sections begin.
 pub fn decode_header(bytes: &[u8]) -> Result<(Header, usize)> {
-    check_prefix(bytes, MAGIC, HEADER_START)?;
+    check_prefix(
+        bytes,
+        MAGIC,
+        HEADER_START,
+        (OLDEST_FORMAT_VERSION, FORMAT_VERSION),
+    )?;
     let header_len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
     let body_start = HEADER_START
         .checked_add(header_len)
@@ -127,8 +132,14 @@ pub fn section_bytes<'a>(
 }
 
 /// Checks what every docloupe file starts with: `magic` (`BadMagic`), at least `prefix` bytes
-/// (`BundleTruncated`), then a u32 LE format version this engine reads, which it returns.
-pub(super) fn check_prefix(bytes: &[u8], magic: &[u8; 8], prefix: usize) -> Result<u32> {
+/// (`BundleTruncated`), then a u32 LE format version in `versions` (the oldest and newest
+/// this engine reads), which it returns.
+pub(super) fn check_prefix(
+    bytes: &[u8],
+    magic: &[u8; 8],
+    prefix: usize,
+    (oldest, newest): (u32, u32),
+) -> Result<u32> {
     let magic_len = bytes.len().min(magic.len());
     if bytes[..magic_len] != magic[..magic_len] {
         return Err(Error::BadMagic);
@@ -140,16 +151,16 @@ pub(super) fn check_prefix(bytes: &[u8], magic: &[u8; 8], prefix: usize) -> Resu
         )));
     }
     let version = version_of(bytes);
-    if version > FORMAT_VERSION {
+    if version > newest {
         return Err(Error::NewerFormat {
             found: version,
-            supported: FORMAT_VERSION,
+            supported: newest,
         });
     }
-    if version < OLDEST_FORMAT_VERSION {
+    if version < oldest {
         return Err(Error::OlderFormat {
             found: version,
-            oldest: OLDEST_FORMAT_VERSION,
+            oldest,
         });
     }
     Ok(version)

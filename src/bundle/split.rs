@@ -2,10 +2,10 @@
 //! them, so the first fulltext result costs kilobytes instead of the whole bundle.
 //!
 //! ```text
-//! core.bin      magic b"DOCLSPLT", version u32 LE, sha256(payload), payload = postcard(Core):
-//!               the bundle's header, BM25's average chunk length, chunk count per document,
-//!               facet keys per document, the first term of each lexical shard and the first
-//!               document of each fragment shard
+//! core.bin      magic b"DOCLSPLT", version u32 LE ([`SPLIT_VERSION`]), sha256(payload),
+//!               payload = postcard(Core): the bundle's header, BM25's average chunk length,
+//!               chunk count per document, facet keys per document, the first term and the
+//!               term count of each lexical shard and the first document of each fragment shard
 //! lex-N.bin     a range of terms with their postings; each posting also carries its chunk's
 //!               length, so BM25 needs nothing else
 //! frag-N.bin    a range of whole documents: their metadata, chunk metadata and chunk text
@@ -26,11 +26,13 @@ use sha2::{Digest, Sha256};
 
 use super::format::{check_prefix, decode_exact, to_bytes};
 use super::model::{Bundle, ChunkMeta, Document, Header};
-use super::FORMAT_VERSION;
 use crate::error::{Error, Result};
 use crate::index::lexical;
 
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
+/// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
+/// rather than read in an older layout. 3: lexical shards' term counts in the core.
+pub const SPLIT_VERSION: u32 = 3;
 pub const CORE_FILE: &str = "core.bin";
 pub const WHOLE_FILE: &str = "bundle.bin";
 
@@ -74,6 +76,9 @@ pub struct Core {
     /// First term of each lexical shard; shard `i` holds terms from `lex_shards[i]` up to
     /// (not including) `lex_shards[i + 1]`.
     pub lex_shards: Vec<String>,
+    /// Number of terms in each lexical shard (how many terms a prefix covers, known before
+    /// its shards are fetched).
+    pub lex_shard_terms: Vec<u32>,
     /// First document of each fragment shard.
     pub frag_shards: Vec<u32>,
 }
@@ -196,9 +201,11 @@ pub fn split_with(
         postings: Vec::new(),
     };
     let mut size = 0;
+    let mut lex_shard_terms = Vec::new();
     let mut flush = |current: &mut LexShard, lex_shards: &mut Vec<String>| -> Result<()> {
         let shard = ShardId::Lexical(lex_shards.len() as u32);
         lex_shards.push(current.terms[0].clone());
+        lex_shard_terms.push(current.terms.len() as u32);
         let body = std::mem::replace(
             current,
             LexShard {
@@ -298,11 +305,12 @@ pub fn split_with(
         months,
         doc_facets,
         lex_shards,
+        lex_shard_terms,
         frag_shards,
     };
     let payload = to_bytes(&core, "core")?;
     let mut core_file = SPLIT_MAGIC.to_vec();
-    core_file.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    core_file.extend_from_slice(&SPLIT_VERSION.to_le_bytes());
     core_file.extend_from_slice(&Sha256::digest(&payload));
     core_file.extend_from_slice(&payload);
     files.insert(0, (CORE_FILE.into(), core_file));
@@ -338,13 +346,7 @@ impl SplitBundle {
         const PREFIX: usize = 8 + 4 + 32;
         // Split files are cut from a bundle and cut again with it; only the current layout
         // of their shards is read.
-        let version = check_prefix(bytes, SPLIT_MAGIC, PREFIX)?;
-        if version != FORMAT_VERSION {
-            return Err(Error::OlderFormat {
-                found: version,
-                oldest: FORMAT_VERSION,
-            });
-        }
+        check_prefix(bytes, SPLIT_MAGIC, PREFIX, (SPLIT_VERSION, SPLIT_VERSION))?;
         let payload = &bytes[PREFIX..];
         if Sha256::digest(payload).as_slice() != &bytes[12..44] {
             return Err(Error::ChecksumMismatch {
@@ -377,6 +379,10 @@ impl SplitBundle {
         });
         if !facets_ok {
             return corrupt("a facet key points past its table");
+        }
+        if core.lex_shard_terms.len() != core.lex_shards.len() || core.lex_shard_terms.contains(&0)
+        {
+            return corrupt("lexical shard term counts disagree with the shards");
         }
         if !core.lex_shards.windows(2).all(|w| w[0] < w[1])
             || !core.frag_shards.windows(2).all(|w| w[0] < w[1])
@@ -478,7 +484,8 @@ impl SplitBundle {
         let in_range = body.terms.first() == Some(first)
             && body.terms.windows(2).all(|w| w[0] < w[1])
             && next.is_none_or(|n| body.terms.last().is_some_and(|l| l < n));
-        if !in_range || body.terms.len() != body.postings.len() {
+        let counted = self.core.lex_shard_terms.get(i as usize) == Some(&(body.terms.len() as u32));
+        if !in_range || !counted || body.terms.len() != body.postings.len() {
             return Err(self.corrupt(shard, "terms outside the shard's range"));
         }
         for p in &body.postings {
@@ -584,6 +591,60 @@ impl SplitBundle {
             .binary_search_by(|t| t.as_str().cmp(term))
             .ok()
             .map(|k| &shard.postings[k]))
+    }
+
+    /// Terms of the index that start with `prefix`, with their document frequencies, in term
+    /// order; `Ok(None)` when there are more than `cap` (found from the core's term counts
+    /// before any shard is read, when the prefix covers whole shards). `Err`: the shards the
+    /// prefix's range touches that are not loaded.
+    #[allow(clippy::type_complexity)]
+    pub fn terms_with_prefix(
+        &self,
+        prefix: &str,
+        cap: usize,
+    ) -> std::result::Result<Option<Vec<(&str, usize)>>, Vec<ShardId>> {
+        let shards = &self.core.lex_shards;
+        if shards.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        // The first shard that may hold such a term, and the last.
+        let first = shards
+            .partition_point(|f| f.as_str() <= prefix)
+            .saturating_sub(1);
+        let last = shards
+            .partition_point(|f| f.as_str() < prefix || f.starts_with(prefix))
+            .saturating_sub(1)
+            .max(first);
+        // The shards between them hold nothing but such terms.
+        let inner: usize = self.core.lex_shard_terms[(first + 1).min(last)..last]
+            .iter()
+            .map(|&n| n as usize)
+            .sum();
+        if inner > cap {
+            return Ok(None);
+        }
+        let missing: Vec<ShardId> = (first..=last)
+            .filter(|&i| self.lexical[i].is_none())
+            .map(|i| ShardId::Lexical(i as u32))
+            .collect();
+        if !missing.is_empty() {
+            return Err(missing);
+        }
+        let mut out = Vec::new();
+        for shard in self.lexical[first..=last].iter().flatten() {
+            let from = shard.terms.partition_point(|t| t.as_str() < prefix);
+            out.extend(
+                shard.terms[from..]
+                    .iter()
+                    .zip(&shard.postings[from..])
+                    .take_while(|(t, _)| t.starts_with(prefix))
+                    .map(|(t, p)| (t.as_str(), p.tfs.len())),
+            );
+            if out.len() > cap {
+                return Ok(None);
+            }
+        }
+        Ok(Some(out))
     }
 
     /// The fragment shard holding document `d`, and `d`'s position in it.

@@ -72,15 +72,19 @@ pub fn average_length(chunk_lengths: &[u32]) -> f32 {
     (chunk_lengths.iter().map(|&l| l as f64).sum::<f64>() / n as f64).max(1.0) as f32
 }
 
-/// BM25 over `n` chunks: `lists` gives, per distinct query term in sorted order, its document
-/// frequency and its postings as (chunk, weighted tf, chunk length) in chunk order. Returns
-/// the score of every chunk in some list, in chunk order. The whole and the split bundle
-/// both score through here, so their scores agree to the bit.
+/// BM25 over `n` chunks: `lists` gives, per distinct query term, its document frequency, the
+/// weight its matches count at (1 for a word of the query, less for a stand-in such as a close
+/// spelling or a completion), the query word it stands for (a group number) and its postings
+/// as (chunk, weighted tf, chunk length) in chunk order, grouped by word. A chunk scores the
+/// sum over the query's words of the best of each word's terms, so a chunk holding three
+/// completions of one prefix counts it once. Returns the score of every chunk in some list,
+/// in chunk order. The whole and the split bundle both score through here, so their scores
+/// agree to the bit.
 pub fn bm25<P>(
     cfg: &AnalyzerConfig,
     n: usize,
     avg_len: f32,
-    lists: impl Iterator<Item = (usize, P)>,
+    lists: impl Iterator<Item = (usize, f32, usize, P)>,
 ) -> Vec<(u32, f32)>
 where
     P: Iterator<Item = (u32, u32, u32)>,
@@ -89,20 +93,41 @@ where
         return Vec::new();
     }
     let mut scores = vec![0f32; n];
+    // The current word's best term per chunk, added to `scores` when the word is done.
+    let mut best = vec![0f32; n];
+    let mut in_word: Vec<u32> = Vec::new();
     let mut touched = Vec::new();
-    for (df, postings) in lists {
-        let idf = bm25_idf(n, df);
+    let mut word = None;
+    let flush = |scores: &mut [f32], best: &mut [f32], in_word: &mut Vec<u32>| {
+        for c in in_word.drain(..) {
+            let c = c as usize;
+            scores[c] += best[c];
+            best[c] = 0.0;
+        }
+    };
+    for (df, weight, group, postings) in lists {
+        if word != Some(group) {
+            flush(&mut scores, &mut best, &mut in_word);
+            word = Some(group);
+        }
+        let idf = weight * bm25_idf(n, df);
         for (chunk, tf, len) in postings {
             let c = chunk as usize;
             let tf = tf as f32;
             let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg_len;
-            if scores[c] == 0.0 {
-                touched.push(chunk);
+            let s = idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm);
+            if best[c] == 0.0 {
+                in_word.push(chunk);
+                if scores[c] == 0.0 {
+                    touched.push(chunk);
+                }
             }
-            scores[c] += idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm);
+            best[c] = best[c].max(s);
         }
     }
+    flush(&mut scores, &mut best, &mut in_word);
     touched.sort_unstable();
+    touched.dedup();
     touched
         .into_iter()
         .map(|c| (c, scores[c as usize]))
@@ -115,6 +140,52 @@ pub fn unique(terms: &[String]) -> Vec<&str> {
     unique.sort_unstable();
     unique.dedup();
     unique
+}
+
+/// A term as retrieval uses it: a word of the query, or a stand-in for one (a close spelling
+/// of a word the index does not know, a completion of the word being typed), with the weight
+/// its matches count at and the query word it stands for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryTerm {
+    pub term: String,
+    /// 1 for the query's own words; less for stand-ins, so exact matches rank first.
+    pub weight: f32,
+    /// The query's own term it stands for (itself, for a query word).
+    pub word: String,
+}
+
+impl QueryTerm {
+    pub fn exact(term: &str) -> QueryTerm {
+        QueryTerm {
+            term: term.to_owned(),
+            weight: 1.0,
+            word: term.to_owned(),
+        }
+    }
+}
+
+/// Distinct terms of `terms`, each at the highest weight it has (and for that word), as
+/// (term, weight, group): grouped by the query word they stand for (group numbers count the
+/// words in order), sorted by term inside a group.
+pub fn unique_weighted(terms: &[QueryTerm]) -> Vec<(&str, f32, usize)> {
+    let mut out: Vec<(&str, f32, &str)> = terms
+        .iter()
+        .map(|t| (t.term.as_str(), t.weight, t.word.as_str()))
+        .collect();
+    out.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(b.2)));
+    out.dedup_by(|a, b| a.0 == b.0);
+    out.sort_unstable_by(|a, b| a.2.cmp(b.2).then(a.0.cmp(b.0)));
+    let mut group = 0;
+    let mut last: Option<&str> = None;
+    out.into_iter()
+        .map(|(term, weight, word)| {
+            if last.is_some_and(|w| w != word) {
+                group += 1;
+            }
+            last = Some(word);
+            (term, weight, group)
+        })
+        .collect()
 }
 
 /// Collects weighted terms chunk by chunk (in chunk order) and produces a [`LexicalIndex`].
@@ -188,17 +259,35 @@ impl LexicalIndex {
 
     /// BM25 scores of every chunk that contains at least one of `terms`, in chunk order.
     /// Repeated query terms count once.
-    pub fn score(&self, cfg: &AnalyzerConfig, terms: &[String]) -> Vec<(u32, f32)> {
+    pub fn score(&self, cfg: &AnalyzerConfig, terms: &[QueryTerm]) -> Vec<(u32, f32)> {
         let avg_len = average_length(&self.chunk_lengths);
-        let lists = unique(terms).into_iter().filter_map(|term| {
-            let p = &self.postings[self.term_id(term)?];
-            Some((
-                p.tfs.len(),
-                p.iter()
-                    .map(|(c, tf)| (c, tf, self.chunk_lengths[c as usize])),
-            ))
-        });
+        let lists = unique_weighted(terms)
+            .into_iter()
+            .filter_map(|(term, weight, group)| {
+                let p = &self.postings[self.term_id(term)?];
+                Some((
+                    p.tfs.len(),
+                    weight,
+                    group,
+                    p.iter()
+                        .map(|(c, tf)| (c, tf, self.chunk_lengths[c as usize])),
+                ))
+            });
         bm25(cfg, self.chunk_lengths.len(), avg_len, lists)
+    }
+
+    /// Terms that start with `prefix`, with their document frequencies, in term order;
+    /// `None` when there are more than `cap`.
+    pub fn terms_with_prefix(&self, prefix: &str, cap: usize) -> Option<Vec<(&str, usize)>> {
+        let from = self.terms.partition_point(|t| t.as_str() < prefix);
+        let to = from + self.terms[from..].partition_point(|t| t.starts_with(prefix));
+        (to - from <= cap).then(|| {
+            self.terms[from..to]
+                .iter()
+                .zip(&self.postings[from..to])
+                .map(|(t, p)| (t.as_str(), p.tfs.len()))
+                .collect()
+        })
     }
 
     /// Checks what [`LexicalIndex::score`] relies on, so a bad bundle fails at load time.

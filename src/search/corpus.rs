@@ -11,7 +11,7 @@ use crate::analyze::Language;
 use crate::bundle::split::{ShardId, SplitBundle};
 use crate::bundle::{Bundle, ChunkMeta, Document, Header};
 use crate::error::{Error, Result};
-use crate::index::lexical;
+use crate::index::lexical::{self, QueryTerm};
 use crate::index::vector::VectorIndex;
 
 /// The engine's data.
@@ -89,6 +89,11 @@ impl<'a> Corpus<'a> {
         if !missing.contains(&shard) {
             missing.push(shard);
         }
+    }
+
+    /// Whether a read so far hit a piece that is not loaded (what it read is a placeholder).
+    pub fn pending(&self) -> bool {
+        !self.missing.borrow().is_empty()
     }
 
     /// `Err(FilesNeeded)` when a read so far hit a piece that is not loaded.
@@ -192,22 +197,37 @@ impl<'a> Corpus<'a> {
     }
 
     /// BM25 of every chunk holding a query term, in chunk order.
-    pub fn bm25(&self, terms: &[String]) -> Vec<(u32, f32)> {
+    pub fn bm25(&self, terms: &[QueryTerm]) -> Vec<(u32, f32)> {
         match self.data {
             Data::Whole(b) => b.lexical.score(&b.header.analyzer, terms),
             Data::Split(s) => {
-                let lists: Vec<_> = lexical::unique(terms)
+                let lists: Vec<_> = lexical::unique_weighted(terms)
                     .into_iter()
-                    .filter_map(|t| self.have(s.postings(t), None))
+                    .filter_map(|(t, w, g)| self.have(s.postings(t), None).map(|p| (p, w, g)))
                     .collect();
                 lexical::bm25(
                     &s.header().analyzer,
                     s.n_chunks(),
                     s.core.avg_chunk_len,
-                    lists.into_iter().map(|p| (p.tfs.len(), p.iter())),
+                    lists
+                        .into_iter()
+                        .map(|(p, w, g)| (p.tfs.len(), w, g, p.iter())),
                 )
             }
         }
+    }
+
+    /// Terms that start with `prefix` and their document frequencies, in term order; none
+    /// when more than `cap` do.
+    pub fn terms_with_prefix(&self, prefix: &str, cap: usize) -> Vec<(&'a str, usize)> {
+        let found = match self.data {
+            Data::Whole(b) => b.lexical.terms_with_prefix(prefix, cap),
+            Data::Split(s) => s.terms_with_prefix(prefix, cap).unwrap_or_else(|missing| {
+                missing.into_iter().for_each(|m| self.need(m));
+                None
+            }),
+        };
+        found.unwrap_or_default()
     }
 
     /// Number of chunks containing `term`.
@@ -218,15 +238,19 @@ impl<'a> Corpus<'a> {
         }
     }
 
-    /// What a chunk matching every distinct query term once, at average length, would score:
-    /// Σ idf. Dividing by it puts BM25 on a query-independent 0..1 scale (clamped; title
-    /// matches and repeated terms can exceed it).
-    pub fn ideal_score(&self, terms: &[String]) -> f32 {
+    /// What a chunk matching every query word once, at average length, would score: Σ idf,
+    /// each word at its best stand-in (weight × idf) when it has some. Dividing by it puts
+    /// BM25 on a query-independent 0..1 scale (clamped; title matches and repeated terms can
+    /// exceed it). A word repeated in the query counts once; the sum runs in term order.
+    pub fn ideal_score(&self, terms: &[QueryTerm]) -> f32 {
         let n = self.n_chunks();
-        lexical::unique(terms)
-            .into_iter()
-            .map(|t| lexical::bm25_idf(n, self.doc_freq(t)))
-            .sum()
+        let mut best: std::collections::BTreeMap<&str, f32> = Default::default();
+        for t in terms {
+            let v = t.weight * lexical::bm25_idf(n, self.doc_freq(&t.term));
+            let e = best.entry(t.word.as_str()).or_insert(v);
+            *e = e.max(v);
+        }
+        best.values().sum()
     }
 
     /// The first `k` chunks (in chunk order) that contain `term`.

@@ -31,6 +31,7 @@ use super::corpus::Corpus;
 use super::retrieve::Retriever;
 use super::Mode;
 use crate::analyze::Analyzer;
+use crate::index::lexical::QueryTerm;
 
 pub const LEXICAL_WEIGHT: f32 = 0.5;
 pub const SEMANTIC_WEIGHT: f32 = 0.5;
@@ -71,7 +72,7 @@ pub struct Hit {
 pub fn rank(
     r: &Retriever,
     analyzer: &Analyzer,
-    terms: &[String],
+    terms: &[QueryTerm],
     query: Option<&[f32]>,
     mode: Mode,
     fusion: Fusion,
@@ -107,7 +108,7 @@ pub fn rank(
 fn hybrid(
     r: &Retriever,
     analyzer: &Analyzer,
-    terms: &[String],
+    terms: &[QueryTerm],
     q: &[f32],
     fusion: Fusion,
     pool_size: usize,
@@ -137,7 +138,12 @@ fn hybrid(
     let scores: Vec<(u32, f32, f32, f32)> = match fusion {
         Fusion::Weighted => {
             let ideal = r.corpus.ideal_score(terms);
-            let query_terms: BTreeSet<&str> = terms.iter().map(String::as_str).collect();
+            // The breadcrumb rule reads the query's own words.
+            let query_terms: BTreeSet<&str> = terms
+                .iter()
+                .filter(|t| t.weight >= 1.0)
+                .map(|t| t.term.as_str())
+                .collect();
             pool.into_iter()
                 .map(|(chunk, (bm25, cos))| {
                     let mut lexical = if ideal > 0.0 {

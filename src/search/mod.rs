@@ -8,6 +8,7 @@
 
 pub mod corpus;
 pub mod documents;
+pub mod expand;
 pub mod filter;
 pub mod fuse;
 pub mod present;
@@ -28,6 +29,7 @@ use crate::embed::ModelInfo;
 #[cfg(feature = "models")]
 use crate::embed::{Embedder, ModelFiles};
 use crate::error::{Error, Result};
+use crate::index::lexical::QueryTerm;
 use corpus::{Corpus, Data};
 
 pub use fuse::Fusion;
@@ -406,6 +408,10 @@ impl Engine {
         };
         let t = Instant::now();
         let mask = filter::DocMask::new(&corpus, &plan.scope);
+        // Typos through close terms, the word being typed through its completions.
+        let expanded = expand::expand(&corpus, &plan.query, &tokens);
+        // What highlights mark: the words matched, stand-ins included.
+        let matched: Vec<String> = expanded.iter().map(|t| t.term.clone()).collect();
         corpus.checkpoint()?;
         let retriever = retrieve::Retriever {
             corpus: &corpus,
@@ -416,7 +422,7 @@ impl Engine {
         let fused = fuse::rank(
             &retriever,
             &self.analyzer,
-            &terms,
+            &expanded,
             query_vector.as_deref(),
             mode,
             self.options.fusion,
@@ -444,7 +450,7 @@ impl Engine {
                 (None, Some(qv)) => self.learned_stage(
                     &retriever,
                     &plan.query,
-                    &terms,
+                    (&terms, &expanded),
                     qv,
                     &capped[..pool_len],
                     &mut features,
@@ -513,7 +519,7 @@ impl Engine {
                 let mut r = present::result(
                     &corpus,
                     &self.analyzer,
-                    &terms,
+                    &matched,
                     &capped[i],
                     score,
                     rerank,
@@ -551,7 +557,7 @@ impl Engine {
         &self,
         retriever: &retrieve::Retriever,
         query: &str,
-        terms: &[String],
+        (terms, expanded): (&[String], &[QueryTerm]),
         vector: &[f32],
         pool: &[fuse::Hit],
         features: &mut Vec<Vec<f32>>,
@@ -560,6 +566,7 @@ impl Engine {
         let view = rank::QueryView {
             text: query,
             terms,
+            expanded,
             vector,
         };
         let rows = rank::features(retriever, &self.analyzer, &view, pool);
@@ -578,7 +585,7 @@ impl Engine {
         &self,
         _: &retrieve::Retriever,
         _: &str,
-        _: &[String],
+        _: (&[String], &[QueryTerm]),
         _: &[f32],
         _: &[fuse::Hit],
         _: &mut Vec<Vec<f32>>,

@@ -23,7 +23,7 @@ use super::fuse::Hit;
 use super::retrieve::Retriever;
 use crate::analyze::Analyzer;
 use crate::error::{Error, Result};
-use crate::index::lexical;
+use crate::index::lexical::{self, QueryTerm};
 
 /// Names of the features, in the order [`features`] writes them (and models read them).
 pub const FEATURES: [&str; 22] = [
@@ -61,6 +61,8 @@ pub struct QueryView<'q> {
     pub text: &'q str,
     /// Its analyzed terms, in order (repeats kept: phrases need them).
     pub terms: &'q [String],
+    /// What BM25 searched for them (stand-ins for unknown words, completions).
+    pub expanded: &'q [QueryTerm],
     pub vector: &'q [f32],
 }
 
@@ -113,7 +115,7 @@ pub fn features(
     }
     // BM25 of every chunk holding a query term (for a document's best lexical chunk).
     let bm25: BTreeMap<u32, f32> = r
-        .lexical(query.terms)
+        .lexical(query.expanded)
         .into_iter()
         .filter(|(c, _)| docs.contains_key(&corpus.doc_of(*c)))
         .collect();

@@ -3,6 +3,7 @@
 
 use super::corpus::Corpus;
 use super::filter::DocMask;
+use crate::index::lexical::QueryTerm;
 
 /// How many chunks each retriever hands to fusion (at least; a larger `limit` raises it).
 /// Fusion then scores the union exactly on both signals, so a chunk found by only one side
@@ -22,7 +23,7 @@ pub struct Retriever<'a> {
 
 impl Retriever<'_> {
     /// BM25 score of every in-scope chunk containing a query term, in chunk order.
-    pub fn lexical(&self, terms: &[String]) -> Vec<(u32, f32)> {
+    pub fn lexical(&self, terms: &[QueryTerm]) -> Vec<(u32, f32)> {
         let mut hits = self.corpus.bm25(terms);
         if self.mask.is_restricted() {
             hits.retain(|&(c, _)| self.mask.allows_chunk(self.corpus, c));

@@ -53,23 +53,15 @@ pub fn suggestions(
             break;
         }
         looked_up += 1;
-        let max_dist = if len <= 4 { 1 } else { 2 };
-        let word: Vec<char> = t.term.chars().collect();
         let vocabulary = vocabulary.get_or_insert_with(|| corpus.vocabulary());
-        let mut close: Vec<(usize, std::cmp::Reverse<usize>, &str)> = vocabulary
-            .iter()
-            .filter(|&&(cand, cdf)| cdf >= min_df && cand != t.term)
-            // A byte-length gap over 4× the distance (a char is at most 4 bytes) is beyond it.
-            .filter(|&&(cand, _)| cand.len().abs_diff(t.term.len()) <= 4 * max_dist)
-            .filter_map(|&(cand, cdf)| {
-                let d = osa.distance(&word, cand, max_dist)?;
-                Some((d, std::cmp::Reverse(cdf), cand))
-            })
-            .collect();
-        close.sort();
+        // Closest first, then the same word family, then the most frequent (all of them: a
+        // term whose surface form cannot be found is skipped).
+        let typed = super::expand::typed_word(query, t);
+        let close =
+            super::expand::close_terms(vocabulary, &t.term, &typed, min_df, usize::MAX, &mut osa);
         let words: Vec<String> = close
             .into_iter()
-            .filter_map(|(_, _, stem)| surface(corpus, analyzer, stem))
+            .filter_map(|(stem, _, _)| surface(corpus, analyzer, stem))
             .take(MAX_SUGGESTIONS)
             .collect();
         if !words.is_empty() {
@@ -157,45 +149,77 @@ impl Osa {
     pub fn distance(&mut self, a: &[char], b: &str, max: usize) -> Option<usize> {
         self.b.clear();
         self.b.extend(b.chars());
-        let b = &self.b;
-        if a.len().abs_diff(b.len()) > max {
+        osa(&mut self.rows, a, &self.b, max, 0)
+    }
+
+    /// The distance from the word `stem` to `word` less up to `free_tail` of its last
+    /// characters (the least over those prefixes of `word`), or `None` when it exceeds `max`:
+    /// how far a typed word is from an index term that is a stem, e.g. `configuratin` is one
+    /// edit from `configur` + the tail `atin`.
+    pub fn distance_to_stem(
+        &mut self,
+        stem: &str,
+        word: &[char],
+        max: usize,
+        free_tail: usize,
+    ) -> Option<usize> {
+        self.b.clear();
+        self.b.extend(stem.chars());
+        osa(&mut self.rows, &self.b, word, max, free_tail)
+    }
+}
+
+/// Optimal string alignment distance from `a` to the nearest of `b` and its prefixes that lack
+/// at most `free_tail` characters, or `None` when over `max`.
+fn osa(
+    rows: &mut [Vec<usize>; 3],
+    a: &[char],
+    b: &[char],
+    max: usize,
+    free_tail: usize,
+) -> Option<usize> {
+    if a.len() > b.len() + max || b.len() > a.len() + max + free_tail {
+        return None;
+    }
+    let w = b.len() + 1;
+    for row in rows.iter_mut() {
+        row.clear();
+        row.resize(w, 0);
+    }
+    let [two, one, cur] = rows;
+    for (j, cell) in one.iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        cur[0] = i;
+        let mut row_min = cur[0];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (one[j] + 1).min(cur[j - 1] + 1).min(one[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(two[j - 2] + 1);
+            }
+            cur[j] = v;
+            row_min = row_min.min(v);
+        }
+        // Every later row's cells are at least this row's least.
+        if row_min > max {
             return None;
         }
-        let w = b.len() + 1;
-        for row in &mut self.rows {
-            row.clear();
-            row.resize(w, 0);
-        }
-        let [two, one, cur] = &mut self.rows;
-        for (j, cell) in one.iter_mut().enumerate() {
-            *cell = j;
-        }
-        for i in 1..=a.len() {
-            cur[0] = i;
-            let mut row_min = cur[0];
-            for j in 1..=b.len() {
-                let cost = usize::from(a[i - 1] != b[j - 1]);
-                let mut v = (one[j] + 1).min(cur[j - 1] + 1).min(one[j - 1] + cost);
-                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                    v = v.min(two[j - 2] + 1);
-                }
-                cur[j] = v;
-                row_min = row_min.min(v);
-            }
-            if row_min > max {
-                return None;
-            }
-            std::mem::swap(two, one);
-            std::mem::swap(one, cur);
-        }
-        let dist = one[b.len()];
-        (dist <= max).then_some(dist)
+        std::mem::swap(two, one);
+        std::mem::swap(one, cur);
     }
+    let dist = one[b.len().saturating_sub(free_tail)..]
+        .iter()
+        .copied()
+        .min()
+        .unwrap_or(usize::MAX);
+    (dist <= max).then_some(dist)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::osa_distance;
+    use super::{osa_distance, Osa};
 
     #[test]
     fn distances() {
@@ -208,5 +232,31 @@ mod tests {
         assert_eq!(osa_distance("ab", "ba", 1), Some(1));
         assert_eq!(osa_distance("", "abc", 3), Some(3));
         assert_eq!(osa_distance("abc", "", 2), None);
+    }
+
+    #[test]
+    fn a_typed_word_is_measured_against_a_stem_with_its_tail_free() {
+        let mut osa = Osa::default();
+        let w = |s: &str| s.chars().collect::<Vec<char>>();
+        // `configuration` is indexed as `configur`: a typo in the tail costs nothing more.
+        assert_eq!(
+            osa.distance_to_stem("configur", &w("configuratin"), 2, 4),
+            Some(0)
+        );
+        assert_eq!(
+            osa.distance_to_stem("configur", &w("confguratin"), 2, 4),
+            Some(1)
+        );
+        assert_eq!(
+            osa.distance_to_stem("configur", &w("configuratin"), 2, 3),
+            Some(1)
+        );
+        assert_eq!(osa.distance_to_stem("configur", &w("confi"), 2, 4), None);
+        assert_eq!(
+            osa.distance_to_stem("установк", &w("устоновка"), 1, 2),
+            Some(1)
+        );
+        // No tail: the plain distance.
+        assert_eq!(osa.distance_to_stem("cach", &w("cahc"), 2, 0), Some(1));
     }
 }

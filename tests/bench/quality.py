@@ -13,6 +13,12 @@ Datasets:
                   dev` reads qrels/train.tsv (809 queries), which is what weights are chosen on.
   xquad-r/en-paragraph, xquad-r/ru-paragraph   240 paragraphs, 1,190 questions each (no
                   split: regression checks only, never used to choose anything).
+  xquad-x:ru-en, xquad-x:en-ru   cross-language XQuAD-R: Russian questions over the English
+                  paragraphs and the other way round (shared ids), multilingual E5.
+  typos:<corpus>/<exact|edit1|edit2|prefix>   generated from 60 page titles per corpus: the
+                  title, with one or two random edits in its longest word, or with its last
+                  word cut to 4 characters; notes give top-5 hit.
+  NAME@MODEL      the same set built with `--model MODEL` (e5, minilm); plain names use auto.
 
 Each corpus is indexed by the release `index-builder` into the cache (never the repo), and every
 query goes through one `docloupe search --jsonl` process per mode (the real batch mode). Results
@@ -55,7 +61,12 @@ WORK = os.path.join(CACHE, "bench-quality")
 DOCS_CORPORA = ["en-small-fastapi-docs", "en-small-rust-book", "en-medium-powershell-docs",
                 "ru-small-fastapi-docs", "ru-small-vue-docs"]
 BEIR = ["scifact", "xquad-r/en-paragraph", "xquad-r/ru-paragraph"]
-DATASETS = [f"docs:{c}" for c in DOCS_CORPORA] + [f"titles:{c}" for c in DOCS_CORPORA] + BEIR
+TYPO_CORPORA = DOCS_CORPORA
+TYPOS = [f"typos:{c}/{v}" for c in TYPO_CORPORA for v in ("exact", "edit1", "edit2", "prefix")]
+# Each model on the sets that tell them apart (the plain names use `--model auto`).
+PER_MODEL = ["scifact@e5", "xquad-r/en-paragraph@e5", "xquad-r/ru-paragraph@minilm", "xquad-x:ru-en", "xquad-x:en-ru"]
+DATASETS = ([f"docs:{c}" for c in DOCS_CORPORA] + [f"titles:{c}" for c in DOCS_CORPORA] + BEIR + TYPOS
+            + PER_MODEL)
 MODES = {
     "fulltext": {"mode": "fulltext"},
     "semantic": {"mode": "semantic"},
@@ -174,9 +185,82 @@ def title_queries(corpus, bundle):
             for i, (t, paths) in enumerate(usable[:TITLES_PER_CORPUS])]
 
 
+TYPO_PAGES = 60
+
+
+def typo_queries(corpus, bundle, variant, split):
+    """Generated from page titles: for each of TYPO_PAGES sampled pages (titles of 2–6 words
+    with a word of 5+ letters), the title as it is (`exact`), with one random edit (insert,
+    delete, substitute or swap neighbours) in its longest word (`edit1`), with two (`edit2`),
+    or with its last word cut to 4 characters (`prefix`, as typed). Every page with that exact
+    title is relevant. Pages are split dev/test by a hash of the title (the edit parameters are
+    chosen on dev); a fixed seed per corpus and page: the same queries on every run."""
+    import random
+    r = subprocess.run([os.path.join(BIN, "index-builder"), "dump", bundle], capture_output=True, text=True, check=True)
+    titles = {}
+    for line in r.stdout.splitlines():
+        c = json.loads(line)
+        if c["chunkIndex"] == 0 and c["title"].strip():
+            titles.setdefault(c["title"].strip(), set()).add(c["documentPath"])
+    usable = sorted((t, p) for t, p in titles.items()
+                    if 2 <= len(t.split()) <= 6 and len(p) <= 6 and any(len(w) >= 5 and w.isalpha() for w in t.split())
+                    and split_of(t) == split)
+    usable.sort(key=lambda tp: hashlib.sha256((corpus + "typo" + tp[0]).encode()).hexdigest())
+    out = []
+    for i, (title, paths) in enumerate(usable[:TYPO_PAGES]):
+        rng = random.Random(f"{corpus}/{title}")
+        words = title.split()
+        k = max(range(len(words)), key=lambda j: (len(words[j]) if words[j].isalpha() else 0, -j))
+        alphabet = "abcdefghijklmnopqrstuvwxyz" if words[k].isascii() else "абвгдеёжзийклмнопрстуфхцчшщъыьэюя"
+
+        def edit(w):
+            j = rng.randrange(len(w))
+            op = rng.choice(["insert", "delete", "substitute", "swap"] if len(w) > 1 else ["insert"])
+            if op == "insert":
+                return w[:j] + rng.choice(alphabet) + w[j:]
+            if op == "delete":
+                return w[:j] + w[j + 1:]
+            if op == "substitute":
+                return w[:j] + rng.choice([c for c in alphabet if c != w[j].lower()]) + w[j + 1:]
+            j = min(j, len(w) - 2)
+            return w[:j] + w[j + 1] + w[j] + w[j + 2:]
+        if variant == "exact":
+            text = title
+        elif variant == "edit1":
+            text = " ".join(edit(w) if j == k else w for j, w in enumerate(words))
+        elif variant == "edit2":
+            text = " ".join(edit(edit(w)) if j == k else w for j, w in enumerate(words))
+        else:  # prefix: the last word as typed so far
+            last = max(j for j, w in enumerate(words) if len(w) >= 5 and w.isalpha())
+            text = " ".join(words[:last] + [words[last][:4]])
+        out.append({"id": f"typo-{i}", "text": text, "rels": {p: 2 for p in paths}})
+    return out
+
+
 def dataset(name, split, extra_build, rebuild):
-    """(bundle, queries: [{id, text, rels}], lang)"""
+    """(bundle, queries: [{id, text, rels}], lang). A name ending in @MODEL (`scifact@e5`)
+    builds with `--model MODEL` (e5 = e5-multilingual)."""
+    name, _, model = name.partition("@")
+    if model:
+        extra_build = extra_build + ["--model", {"e5": "e5-multilingual"}.get(model, model)]
     kind, _, rest = name.partition(":")
+    if kind == "xquad-x":
+        # Cross-language XQuAD-R: questions in one language, paragraphs in the other (the
+        # ids are shared); both built with the multilingual model.
+        q_lang, _, p_lang = rest.partition("-")
+        if split != "test":
+            return None, [], ""
+        qrels = read_qrels(os.path.join(EVAL, f"xquad-r/{q_lang}-paragraph", "qrels", "test.tsv"))
+        bundle = beir_bundle(f"xquad-r/{p_lang}-paragraph", extra_build or ["--model", "e5-multilingual"], rebuild)
+        qs = [{"id": q["_id"], "text": q["text"], "rels": qrels[q["_id"]]}
+              for q in read_jsonl(os.path.join(EVAL, f"xquad-r/{q_lang}-paragraph", "queries.jsonl")) if q["_id"] in qrels]
+        return bundle, qs, f"{q_lang}→{p_lang}"
+    if kind == "typos":
+        corpus, _, variant = rest.partition("/")
+        bundle = docs_bundle(corpus, extra_build, rebuild)
+        if split == "train":
+            return None, [], ""
+        return bundle, typo_queries(corpus, bundle, variant, split), "ru" if corpus.startswith("ru-") else "en"
     if kind == "docs":
         bundle = docs_bundle(rest, extra_build, rebuild)
         qs = [q for q in read_jsonl(QUESTIONS) if q["corpus"] == rest and q["split"] == split]  # train: the ranker's
@@ -269,6 +353,10 @@ def expand(names):
     for n in names:
         if n in ("docs", "titles"):
             out += [f"{n}:{c}" for c in DOCS_CORPORA]
+        elif n == "typos":
+            out += TYPOS
+        elif n == "models":
+            out += PER_MODEL
         else:
             out.append(n)
     return out
@@ -302,13 +390,17 @@ def main():
             log(f"{name}: no {args.split} queries, skipped")
             continue
         queries = queries[:args.max_queries] if args.max_queries else queries
-        beir = not name.startswith(("docs:", "titles:"))
+        beir = not name.startswith(("docs:", "titles:", "typos:"))
         answer_grade = 1 if beir else 2
+        # Typo queries are judged by top-5 hit (the column says Top3 elsewhere).
+        typos = name.startswith("typos:")
         rels = [q["rels"] for q in queries]
         for label in modes:
             ranked, timings, errors, fallbacks = run_queries(bundle, queries, MODES[label],
                                                              extra + MODE_ARGS.get(label, []), beir)
             m = metrics(ranked, rels, answer_grade)
+            if typos:
+                m["top5"] = sum(any(d in rel for d in ids[:5]) for ids, rel in zip(ranked, rels)) / len(ranked)
             stage = {k: (percentile([t[k] for t in timings], 0.5), percentile([t[k] for t in timings], 0.95))
                      for k in ("embedMs", "retrieveMs", "rerankMs", "totalMs")}
             notes = ([f"{errors} errors"] if errors else []) + ([f"{fallbacks} fallbacks"] if fallbacks else [])
@@ -319,7 +411,10 @@ def main():
             if name.startswith(("docs:", "titles:")):
                 g = groups.setdefault((name.split(":")[0], lang, label), [])
                 g.append((len(queries), m))
-            runs += [dict(dataset=name, mode=label, id=q["id"], ranked=r[:20]) for q, r in zip(queries, ranked)]
+            if typos:
+                notes.append(f"top-5 hit {m['top5']:.3f}")
+            runs += [dict(dataset=name, mode=label, id=q["id"], text=q["text"], rels=sorted(q["rels"]), ranked=r[:20])
+                     for q, r in zip(queries, ranked)]
             lat = "  ".join(f"{v[0]:5.1f}/{v[1]:5.1f}" for v in stage.values())
             print(f"{name:<36} {label:<14} {len(queries):>4} {m['top3']:6.3f} {m['p5']:6.3f} {m['mrr10']:6.3f} "
                   f"{m['ndcg10']:7.4f} {m['recall100']:6.3f}  {lat}  {', '.join(notes)}", flush=True)

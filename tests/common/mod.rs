@@ -84,6 +84,23 @@ pub fn fixture_bundle() -> &'static [u8] {
     })
 }
 
+/// The fixture collection built on the portable kernels: the same vectors, and so the same
+/// scores to the last bit, on every x86-64 (the default kernels differ between CPU
+/// generations in the last bits). Written to a temp file; keep the `TempDir` alive.
+pub fn portable_fixture_bundle_file() -> (tempfile::TempDir, PathBuf) {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    let bytes = BYTES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("fixtures.bundle");
+        build(&fixtures(), &out, &["--kernels", "portable"]);
+        std::fs::read(out).unwrap()
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("p.bundle");
+    std::fs::write(&bundle, bytes).unwrap();
+    (tmp, bundle)
+}
+
 /// The fixture bundle written to a temp file, for tests that run the CLI on it. Keep the
 /// `TempDir` alive while the path is used.
 pub fn fixture_bundle_file() -> (tempfile::TempDir, PathBuf) {
