@@ -168,17 +168,26 @@ impl QueryTerm {
 /// (term, weight, group): grouped by the query word they stand for (group numbers count the
 /// words in order), sorted by term inside a group.
 pub fn unique_weighted(terms: &[QueryTerm]) -> Vec<(&str, f32, usize)> {
-    let mut out: Vec<(&str, f32, &str)> = terms
-        .iter()
-        .map(|t| (t.term.as_str(), t.weight, t.word.as_str()))
-        .collect();
-    out.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(b.2)));
-    out.dedup_by(|a, b| a.0 == b.0);
-    out.sort_unstable_by(|a, b| a.2.cmp(b.2).then(a.0.cmp(b.0)));
+    // (word, term, weight), kept in (word, term) order; a query has a handful of terms, and
+    // inserting in place costs the lexical wasm build less code than sorting.
+    let mut out: Vec<(&str, &str, f32)> = Vec::with_capacity(terms.len());
+    for t in terms {
+        let item = (t.word.as_str(), t.term.as_str(), t.weight);
+        if let Some(i) = out.iter().position(|e| e.1 == item.1) {
+            // The highest weight wins; at the same weight, the first word.
+            let e = out[i];
+            if !(item.2 > e.2 || (item.2 == e.2 && item.0 < e.0)) {
+                continue;
+            }
+            out.remove(i);
+        }
+        let at = out.partition_point(|x| (x.0, x.1) < (item.0, item.1));
+        out.insert(at, item);
+    }
     let mut group = 0;
     let mut last: Option<&str> = None;
     out.into_iter()
-        .map(|(term, weight, word)| {
+        .map(|(word, term, weight)| {
             if last.is_some_and(|w| w != word) {
                 group += 1;
             }

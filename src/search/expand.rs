@@ -87,25 +87,40 @@ pub fn close_terms<'a>(
         cand.len().abs_diff(term_bytes) <= 4 * max
             || (cand.len() <= typed_bytes + 4 * max && typed_bytes <= cand.len() + 4 * (max + tail))
     };
-    let mut close: Vec<(usize, Reverse<usize>, Reverse<usize>, &str)> = vocabulary
-        .iter()
-        .filter(|&&(cand, cdf)| cdf >= min_df && cand != term && near(cand))
-        .filter_map(|&(cand, cdf)| {
-            let as_stem = osa.distance(&word, cand, max);
-            let as_typed = osa.distance_to_stem(cand, &typed, max, tail);
-            let d = match (as_stem, as_typed) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => a.or(b)?,
-            };
-            Some((d, Reverse(shared(cand)), Reverse(cdf), cand))
-        })
-        .collect();
-    close.sort();
+    let mut close: Vec<(usize, Reverse<usize>, Reverse<usize>, &str)> = Vec::new();
+    for &(cand, cdf) in vocabulary {
+        if cdf < min_df || cand == term || !near(cand) {
+            continue;
+        }
+        let d = match (
+            osa.distance(&word, cand, max),
+            osa.distance_to_stem(cand, &typed, max, tail),
+        ) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(d), None) | (None, Some(d)) => d,
+            (None, None) => continue,
+        };
+        keep_best(
+            &mut close,
+            (d, Reverse(shared(cand)), Reverse(cdf), cand),
+            limit,
+        );
+    }
     close
         .into_iter()
-        .take(limit)
         .map(|(d, _, Reverse(df), cand)| (cand, d, df))
         .collect()
+}
+
+/// Puts `item` into `best` (kept sorted, at most `k` long) if it is among the `k` least. The
+/// lists here are a handful long: this costs less code than a sort (the lexical wasm build
+/// is sized for first paint).
+fn keep_best<T: Ord>(best: &mut Vec<T>, item: T, k: usize) {
+    let at = best.partition_point(|x| *x < item);
+    if at < k {
+        best.insert(at, item);
+        best.truncate(k);
+    }
 }
 
 /// The word at `token` as typed: lowercased and folded as the analyzer folds.
@@ -174,13 +189,15 @@ pub fn expand(corpus: &Corpus, query: &str, tokens: &[Token]) -> Vec<QueryTerm> 
             // A completion counts only where it is more common than what was typed: "conf"
             // becomes "configuration", "package" stays "package" (not "packagejson").
             let typed = dfs[dfs.len() - 1];
-            let mut completions = corpus.terms_with_prefix(&prefix, MAX_PREFIX_TERMS);
-            completions.retain(|(t, df)| *df > typed && !out.iter().any(|q| q.term == *t));
-            completions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-            let completions = completions
+            let mut best = Vec::new();
+            for (t, df) in corpus.terms_with_prefix(&prefix, MAX_PREFIX_TERMS) {
+                if df > typed && !out.iter().any(|q| q.term == t) {
+                    keep_best(&mut best, (Reverse(df), t), MAX_COMPLETIONS);
+                }
+            }
+            let completions = best
                 .into_iter()
-                .take(MAX_COMPLETIONS)
-                .map(|(t, df)| (t, PREFIX_WEIGHT, df));
+                .map(|(Reverse(df), t)| (t, PREFIX_WEIGHT, df));
             out.extend(stand_ins(corpus.n_chunks(), &last.term, completions));
         }
     }

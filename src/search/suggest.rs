@@ -12,6 +12,8 @@ use super::corpus::Corpus;
 use crate::analyze::{Analyzer, Token};
 
 pub const MAX_SUGGESTIONS: usize = 3;
+/// Close terms looked at per word, for its [`MAX_SUGGESTIONS`] replacements.
+const CANDIDATES: usize = 12;
 /// Fewer results than this and rare query words are also offered alternatives.
 const FEW_RESULTS: usize = 3;
 /// A replacement for a word that does occur must be this many times more frequent.
@@ -54,11 +56,11 @@ pub fn suggestions(
         }
         looked_up += 1;
         let vocabulary = vocabulary.get_or_insert_with(|| corpus.vocabulary());
-        // Closest first, then the same word family, then the most frequent (all of them: a
-        // term whose surface form cannot be found is skipped).
+        // Closest first, then the same word family, then the most frequent (a few more than
+        // are shown: a term whose surface form cannot be found is skipped).
         let typed = super::expand::typed_word(query, t);
         let close =
-            super::expand::close_terms(vocabulary, &t.term, &typed, min_df, usize::MAX, &mut osa);
+            super::expand::close_terms(vocabulary, &t.term, &typed, min_df, CANDIDATES, &mut osa);
         let words: Vec<String> = close
             .into_iter()
             .filter_map(|(stem, _, _)| surface(corpus, analyzer, stem))

@@ -39,11 +39,13 @@ test('each build says what it is', () => {
 // Regression: a float formatted in an error message of a binding meant for the models pulled
 // float formatting into the lexical build, 98 → 105 KB brotli (and once more, in a bundle
 // check's message: 100.5 → 107.7 KB). First paint depends on this size. The budget was 100 KB;
-// refusing document paths a browser would read as links elsewhere (issue 24) costs 0.35 KB.
-test('the lexical build stays within 101 KB brotli (quality 11), the budget for first paint', () => {
+// refusing document paths a browser would read as links elsewhere (issue 24) costs 0.35 KB;
+// typo-tolerant and prefix matching (issue 22, src/search/expand.rs) 2.8 KB (100.5 → 103.3 KB,
+// after replacing its sorts by in-place insertion, which saved 2.4 KB of the first version).
+test('the lexical build stays within 104 KB brotli (quality 11), the budget for first paint', () => {
   const wasm = fs.readFileSync(path.join(PKG, 'lexical', 'docloupe_bg.wasm'));
   const brotli = zlib.brotliCompressSync(wasm, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
-  assert.ok(brotli <= 101_000, `${brotli} bytes brotli`);
+  assert.ok(brotli <= 104_000, `${brotli} bytes brotli`);
   assert.equal(typeof new lexical.Engine(bundle).setRerankBudgetMs, 'undefined');
 });
 
