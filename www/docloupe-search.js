@@ -12,7 +12,7 @@
 // selection kept; results grouped by document with the breadcrumb and the snippet, terms
 // highlighted from offsets (text is only ever inserted as text); arrows, Enter, Esc; chips to
 // filter by document type and a date range, with facet counts; "why" shows the ranking
-// signals; recent searches (localStorage); the contract's suggestions when nothing matches;
+// signals; recent searches (localStorage); the contract's suggestions ("did you mean");
 // a status line that says what the engine can do yet (e.g. models still loading).
 // ARIA: combobox (the input) + listbox (the results), options grouped per document.
 
@@ -404,13 +404,14 @@ export class DocloupeSearch extends HTMLElement {
       for (const res of results) group.append(this.#option(res, index++));
       nodes.push(group);
     }
-    if (!r.results.length) {
-      nodes.push(el('p', { className: 'dls-empty', text: `No results for “${r.query}”.` }));
-      if (r.suggestions?.length) {
-        nodes.push(el('p', { className: 'dls-hint', text: 'Did you mean:' }),
-          ...r.suggestions.map((s) => el('button', { type: 'button', className: 'dls-suggestion', 'data-query': s, text: s })));
-      }
-    }
+    // The contract's suggestions ("did you mean"): after "no results", or above the results
+    // a misspelt word still found through its close spellings.
+    const hint = r.suggestions?.length
+      ? [el('p', { className: 'dls-hint', text: 'Did you mean:' }),
+        ...r.suggestions.map((s) => el('button', { type: 'button', className: 'dls-suggestion', 'data-query': s, text: s }))]
+      : [];
+    if (!r.results.length) nodes.push(el('p', { className: 'dls-empty', text: `No results for “${r.query}”.` }), ...hint);
+    else nodes.unshift(...hint);
     // A new answer replaces a failed one's message; what the engine can do still stands.
     if (this.$status.dataset.kind === 'warn' && this.#status?.phase !== 'failed') this.#showState();
     this.$list.replaceChildren(...nodes);
