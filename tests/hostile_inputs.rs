@@ -116,6 +116,33 @@ fn one_hostile_file_of_each_kind_never_stops_the_build() {
 }
 
 #[test]
+fn files_that_made_a_parser_crate_panic_under_fuzzing_are_skipped_with_a_warning() {
+    // Found by `make fuzz` (fuzz/): pdf-extract 0.12 unwraps a missing font entry, calamine
+    // 0.35 a malformed sheet dimension. The converter catches the panic (and runs in a child
+    // process besides); the file is skipped, named, and the build goes on.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("docs");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("good.md"), "# Good\n\nThe cache keeps answers.\n").unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+    for name in [
+        "fuzz-pdf-extract-unwrap.pdf",
+        "fuzz-calamine-dimension.xlsx",
+    ] {
+        std::fs::copy(fixtures.join(name), dir.join(name)).unwrap();
+    }
+    let (ok, report, stderr) = build(&dir, &[], &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(report["documentsProcessed"], 1, "{report}");
+    for name in [
+        "fuzz-pdf-extract-unwrap.pdf",
+        "fuzz-calamine-dimension.xlsx",
+    ] {
+        assert!(!warning_for(&report, name).is_empty(), "{report}");
+    }
+}
+
+#[test]
 fn a_converter_that_overflows_its_stack_runs_out_of_memory_or_hangs_costs_one_file() {
     for (fault, reason) in [
         ("stack-overflow", "overflowed the converter's stack"),
