@@ -380,6 +380,9 @@ export class DocloupeSearch extends HTMLElement {
   #paint(r, keepSelection, facets) {
     const selected = keepSelection ? this.#results[this.#active]?.chunkId : undefined;
     this.#last = r;
+    // Which query the list answers (as typing goes, each keystroke's answer replaces the last
+    // one's; a script or a test can tell the final answer by this).
+    this.$list.dataset.answered = r.query ?? '';
     if (r.errorCode) {
       this.#results = [];
       this.#active = -1;

@@ -95,11 +95,18 @@ const selected = (page) => page.locator('[role="option"][aria-selected="true"]')
 const modelsReady = (page) =>
   page.waitForFunction(() => document.querySelector('.dls-status')?.textContent === '', null, { timeout: 120_000 });
 
+/** Waits until the results list answers `query` itself (not a keystroke before it). */
+const answered = (page, query) =>
+  page.waitForFunction((q) => document.querySelector('[role="listbox"]')?.dataset.answered === q, query.trim());
+
 async function search(page, query, open = 'Control+k') {
   await page.keyboard.press(open);
   const input = box(page);
   await input.fill('');
   await input.pressSequentially(query, { delay: 15 });
+  // The answer to the whole query, not to a keystroke before it (typo and prefix matching
+  // give the shorter ones results of their own).
+  await answered(page, query);
   await options(page).first().waitFor();
   return input;
 }
@@ -131,6 +138,7 @@ test('Ctrl-K opens the search; typing shows highlighted results; arrows and Ente
   await input.waitFor({ state: 'visible' });
   assert.equal(await input.evaluate((e) => e === document.activeElement), true, 'the input has focus');
   await input.pressSequentially('cache size', { delay: 20 });
+  await answered(page, 'cache size');
   await options(page).first().waitFor();
   assert.ok(await page.locator('[role="option"] mark').count() > 0, 'terms are highlighted');
   assert.match(await options(page).first().textContent(), /Cache size/);
@@ -310,6 +318,7 @@ test('a misspelt query still finds its page, offers the correction, and a nonsen
   const { context, page, check } = await visit('/');
   await page.keyboard.press('Control+k');
   await box(page).pressSequentially('harbr purgng', { delay: 15 });
+  await answered(page, 'harbr purgng');
   // Typo tolerance: both words are one or two edits off ("harbor purging"); the page that has
   // them is found, and the corrected query is offered above the results.
   const suggestion = page.locator('.dls-suggestion', { hasText: 'harbor' }).first();
@@ -334,6 +343,7 @@ test('works on a 375 px wide screen and at 200 % zoom', async () => {
     const { context, page, check } = await visit('/guide/caching.html', { viewport, deviceScaleFactor: scale });
     await page.getByRole('button', { name: /Search docs/ }).click();
     await box(page).pressSequentially('install windows', { delay: 15 });
+    await answered(page, 'install windows');
     await options(page).first().waitFor();
     const layout = await page.evaluate(() => {
       const box = (s) => document.querySelector(s).getBoundingClientRect();
