@@ -28,6 +28,20 @@ fn build(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> (bool, serde_json:
     (o.status.success(), report, stderr)
 }
 
+/// A `docs` folder in a temp dir (keep the `TempDir`) holding one good page, beside which a
+/// test puts its hostile files: the build must still read that page.
+fn folder_with_a_good_page() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("docs");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("good.md"),
+        "# Good\n\nThe cache keeps answers near readers.\n",
+    )
+    .unwrap();
+    (tmp, dir)
+}
+
 fn warning_for<'a>(report: &'a serde_json::Value, file: &str) -> &'a str {
     report["warnings"]
         .as_array()
@@ -51,14 +65,7 @@ fn paper() -> Vec<u8> {
 
 #[test]
 fn one_hostile_file_of_each_kind_never_stops_the_build() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("docs");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("good.md"),
-        "# Good\n\nThe cache keeps answers near readers.\n",
-    )
-    .unwrap();
+    let (_tmp, dir) = folder_with_a_good_page();
     std::fs::write(
         dir.join("corners.xlsx"),
         formats::hostile::xlsx_far_corners(),
@@ -120,10 +127,7 @@ fn files_that_made_a_parser_crate_panic_under_fuzzing_are_skipped_with_a_warning
     // Found by `make fuzz` (fuzz/): pdf-extract 0.12 unwraps a missing font entry, calamine
     // 0.35 a malformed sheet dimension. The converter catches the panic (and runs in a child
     // process besides); the file is skipped, named, and the build goes on.
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("docs");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("good.md"), "# Good\n\nThe cache keeps answers.\n").unwrap();
+    let (_tmp, dir) = folder_with_a_good_page();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
     for name in [
         "fuzz-pdf-extract-unwrap.pdf",
@@ -150,14 +154,7 @@ fn a_converter_that_overflows_its_stack_runs_out_of_memory_or_hangs_costs_one_fi
         ("hang", "longer than 3 s"),
         ("spin", "3 s"),
     ] {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("docs");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("good.md"),
-            "# Good\n\nThe cache keeps answers near readers.\n",
-        )
-        .unwrap();
+        let (_tmp, dir) = folder_with_a_good_page();
         std::fs::write(dir.join("paper.pdf"), paper()).unwrap();
         let (ok, report, stderr) = build(
             &dir,

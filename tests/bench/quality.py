@@ -170,14 +170,20 @@ def split_of(key):
     return "dev" if hashlib.sha256(key.encode()).digest()[0] % 2 == 0 else "test"
 
 
-def title_queries(corpus, bundle):
-    """Exact page titles as queries; every page with that exact title is relevant."""
+def page_titles(bundle):
+    """{title: the paths of the pages titled so}, from `index-builder dump`."""
     r = subprocess.run([os.path.join(BIN, "index-builder"), "dump", bundle], capture_output=True, text=True, check=True)
     titles = {}
     for line in r.stdout.splitlines():
         c = json.loads(line)
         if c["chunkIndex"] == 0 and c["title"].strip():
             titles.setdefault(c["title"].strip(), set()).add(c["documentPath"])
+    return titles
+
+
+def title_queries(corpus, bundle):
+    """Exact page titles as queries; every page with that exact title is relevant."""
+    titles = page_titles(bundle)
     # Titles of up to 8 words that name few pages (a title shared by many is no target).
     usable = sorted((t, p) for t, p in titles.items() if len(t.split()) <= 8 and len(p) <= 6)
     usable.sort(key=lambda tp: hashlib.sha256((corpus + tp[0]).encode()).hexdigest())
@@ -196,12 +202,7 @@ def typo_queries(corpus, bundle, variant, split):
     title is relevant. Pages are split dev/test by a hash of the title (the edit parameters are
     chosen on dev); a fixed seed per corpus and page: the same queries on every run."""
     import random
-    r = subprocess.run([os.path.join(BIN, "index-builder"), "dump", bundle], capture_output=True, text=True, check=True)
-    titles = {}
-    for line in r.stdout.splitlines():
-        c = json.loads(line)
-        if c["chunkIndex"] == 0 and c["title"].strip():
-            titles.setdefault(c["title"].strip(), set()).add(c["documentPath"])
+    titles = page_titles(bundle)
     usable = sorted((t, p) for t, p in titles.items()
                     if 2 <= len(t.split()) <= 6 and len(p) <= 6 and any(len(w) >= 5 and w.isalpha() for w in t.split())
                     and split_of(t) == split)
