@@ -252,19 +252,37 @@ fn a_jsonl_line_that_is_not_utf8_is_answered_and_the_batch_goes_on() {
 
 /// Regression (hostile requests): suggestions compared every unknown word with the whole
 /// vocabulary, allocating per pair; a 500-character nonsense query took seconds. At most
-/// four words are looked up now, and the answer still suggests for those.
+/// four words are looked up now, and the answer still suggests for those. A query of mostly
+/// unknown words is not taken for typos at all (`expand::looks_misspelt`): nothing is looked
+/// up for it.
 #[test]
 fn a_long_nonsense_query_looks_up_a_bounded_number_of_words() {
     let engine = docloupe::Engine::from_bundle(common::fixture_bundle(), None).unwrap();
+    let search = |query: &str| {
+        assert!(query.chars().count() <= 500);
+        engine
+            .search(&docloupe::SearchRequest::new(query).mode(docloupe::Mode::Fulltext))
+            .unwrap()
+    };
     let words: Vec<String> = (0..60).map(|i| format!("qzxv{i:02}kwyj")).collect();
-    let query = format!("cahce {}", words.join(" "));
-    let query: String = query.chars().take(500).collect();
-    let r = engine
-        .search(&docloupe::SearchRequest::new(&query).mode(docloupe::Mode::Fulltext))
-        .unwrap();
+    let nonsense: String = format!("cahce {}", words.join(" "))
+        .chars()
+        .take(500)
+        .collect();
+    assert!(search(&nonsense).suggestions.is_empty());
+    // As many known words as unknown ones: taken for typos, and only four are looked up.
+    let mixed = format!(
+        "cache cahce {}",
+        words[..25]
+            .iter()
+            .map(|w| format!("cache {w}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let r = search(&mixed);
     // The misspelling comes first, so it is among the words looked up.
     assert!(
-        r.suggestions.iter().any(|s| s.starts_with("cache ")),
+        r.suggestions.iter().any(|s| s.starts_with("cache cache ")),
         "{:?}",
         r.suggestions
     );

@@ -34,6 +34,11 @@ pub const PREFIX_WEIGHT: f32 = 0.8;
 pub const MAX_PREFIX_TERMS: usize = 512;
 /// Unknown words corrected per query at most: each is a pass over the vocabulary.
 pub const MAX_WORDS_CORRECTED: usize = 4;
+/// Typos are a word or two of a query: when more of its words than this (and more than it
+/// has known ones) are unknown, the query is in another language or about something the
+/// collection does not hold, and closest spellings would be noise (an English question over
+/// Russian pages matched `points` to `pzpn`), so none are searched or suggested.
+pub const MAX_UNKNOWN_WORDS: usize = 2;
 /// Shortest word that gets corrections (shorter ones are too many other words' neighbours)
 /// and shortest prefix that gets completions.
 const MIN_CORRECTED: usize = 3;
@@ -134,6 +139,23 @@ pub fn typed_word(query: &str, token: &Token) -> String {
         .collect()
 }
 
+/// Whether a word may be a misspelling worth correcting: long enough, not a number.
+fn correctable(term: &str) -> bool {
+    term.chars().count() >= MIN_CORRECTED && !term.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Whether the query's unknown words look like typos (few, among known words) rather than
+/// another language ([`MAX_UNKNOWN_WORDS`]); `dfs` are the tokens' document frequencies.
+pub fn looks_misspelt(tokens: &[Token], dfs: &[usize]) -> bool {
+    let unknown = tokens
+        .iter()
+        .zip(dfs)
+        .filter(|(t, &df)| df == 0 && correctable(&t.term))
+        .count();
+    let known = dfs.iter().filter(|&&df| df > 0).count();
+    unknown <= MAX_UNKNOWN_WORDS.max(known)
+}
+
 /// The query's terms as BM25 reads them: each known word as it is; an unknown one through
 /// its closest terms (or as it is, when none is close); and, when the query ends inside a
 /// word, that word's most frequent completions.
@@ -148,15 +170,10 @@ pub fn expand(corpus: &Corpus, query: &str, tokens: &[Token]) -> Vec<QueryTerm> 
     let mut vocabulary: Option<Vec<(&str, usize)>> = None;
     let mut osa = Osa::default();
     let mut corrected = 0;
+    let misspelt = looks_misspelt(tokens, &dfs);
     for (t, &df) in tokens.iter().zip(&dfs) {
         let exact = QueryTerm::exact(&t.term);
-        let len = t.term.chars().count();
-        let unknown = df == 0;
-        if !unknown
-            || len < MIN_CORRECTED
-            || t.term.chars().all(|c| c.is_ascii_digit())
-            || corrected == MAX_WORDS_CORRECTED
-        {
+        if df > 0 || !misspelt || !correctable(&t.term) || corrected == MAX_WORDS_CORRECTED {
             out.push(exact);
             continue;
         }

@@ -35,15 +35,19 @@ pub fn suggestions(
 ) -> Vec<String> {
     // (char range in the query, alternatives best first)
     let mut fixes: Vec<((usize, usize), Vec<String>)> = Vec::new();
+    let dfs: Vec<usize> = tokens.iter().map(|t| corpus.doc_freq(&t.term)).collect();
+    if !super::expand::looks_misspelt(tokens, &dfs) {
+        // Mostly words the collection does not have: another language, not typos.
+        return Vec::new();
+    }
     let mut vocabulary: Option<Vec<(&str, usize)>> = None;
     let mut osa = Osa::default();
     let mut looked_up = 0;
-    for t in tokens {
+    for (t, &df) in tokens.iter().zip(&dfs) {
         let len = t.term.chars().count();
         if len < 3 || t.term.chars().all(|c| c.is_ascii_digit()) {
             continue;
         }
-        let df = corpus.doc_freq(&t.term);
         let min_df = if df == 0 {
             1
         } else if total < FEW_RESULTS {
