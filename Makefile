@@ -20,17 +20,18 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web reranker try-recipes clean-cache ranker fuzz setup-fuzz
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext reranker try-recipes clean-cache ranker fuzz setup-fuzz
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
 	@echo "make test   fmt + clippy + every unit and integration test (fetches models first)"
 	@echo "make bench  build large/small corpora from ../shared and print build figures"
-	@echo "make bench-quality  nDCG/Recall/MRR + latency per search mode on SciFact and XQuAD-R"
+	@echo "make bench-quality  top-3/P@5/MRR/nDCG + latency per mode: docs questions, titles, typos, SciFact, XQuAD-R"
 	@echo "make reranker  retrain the committed cross-encoder (~1 h); make ranker  refit the learned second stage (minutes)"
 	@echo "make models fetch, convert and quantize the embedding models into $(MODEL_DIR) and $(E5_DIR)"
 	@echo "make wasm   build the lexical, full and portable wasm packages into www/pkg"
 	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
+	@echo "make bench-web-fulltext  the model-free part of bench-web (cold first result, typos, warm fulltext) in minutes"
 	@echo "make edge   the search API as a Cloudflare Worker on local workerd, http://127.0.0.1:8787 (demo bundle)"
 	@echo "make bench-edge  wrk load on the local Worker (100 connections, 30 s), RSS, size vs Cloudflare's limits"
 	@echo "make try-recipes  build a sample site with mdBook, VitePress, Docusaurus, Starlight + docloupe; check each in Chromium"
@@ -156,6 +157,12 @@ bench-quality: models build
 bench-web: models build wasm
 	@cd tests/bench/web && npm ci --no-audit --no-fund --loglevel=error
 	node tests/bench/web/bench.mjs --model-dir $(MODEL_DIR) --reranker-dir $(RERANKER_DIR)
+
+# The part of bench-web that needs no model (first fulltext result cold, a misspelt first
+# query, warm fulltext, Pagefind) over a cpp-docs bundle built without embeddings (≈ 20 s).
+bench-web-fulltext: build wasm
+	@cd tests/bench/web && npm ci --no-audit --no-fund --loglevel=error
+	node tests/bench/web/bench.mjs --fulltext-only
 
 # Manual, not in `make test`: the docloupe recipes for four site generators (tests/recipes/README.md).
 # Needs the npm registry and crates.io (mdbook); installs go to $(CACHE)/recipes.

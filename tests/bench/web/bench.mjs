@@ -2,9 +2,13 @@
 // onnxruntime-web (the same model in fp32) and Pagefind (the same pages as HTML) in the same
 // run, on the same queries (queries.txt).
 //   node tests/bench/web/bench.mjs --model-dir DIR --reranker-dir DIR
+//   node tests/bench/web/bench.mjs --fulltext-only   (make bench-web-fulltext)
 // One-time work is cached in $DOCLOUPE_CACHE/bench-web: the extracted corpus, its bundle
 // (index-builder with embeddings, ~40 min on 2 cores), the HTML pages and Pagefind's index,
-// and brotli-11 bodies of the big files.
+// and brotli-11 bodies of the big files. --fulltext-only measures what needs no model (the
+// first fulltext result cold, a misspelt first query, warm fulltext, Pagefind) on a bundle
+// built with --no-embeddings (≈ 20 s), whose split files the fulltext path reads are the
+// ones a bundle with embeddings has (the vectors live in files of their own).
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,13 +22,16 @@ import { benchOrt } from './ort.mjs';
 import { benchPagefind } from './pagefind.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
+const fulltextOnly = process.argv.includes('--fulltext-only');
 const arg = (name) => {
   const i = process.argv.indexOf(name);
   if (i < 0 || !process.argv[i + 1]) throw new Error(`${name} DIR is required`);
   return path.resolve(process.argv[i + 1]);
 };
-const modelDir = arg('--model-dir');
-const rerankerDir = arg('--reranker-dir');
+const modelDir = fulltextOnly ? null : arg('--model-dir');
+const rerankerDir = fulltextOnly ? null : arg('--reranker-dir');
+// A cold first query with a typo in each of two words (in fulltext: found through the term dictionary).
+const TYPO_QUERY = 'lamda capture by refrence';
 const CACHE = process.env.DOCLOUPE_CACHE || path.join(os.homedir(), '.cache/docloupe');
 const WORK = path.join(CACHE, 'bench-web');
 const brotliCacheDir = path.join(WORK, 'brotli');
@@ -51,6 +58,13 @@ function sizes(file) {
 
 /** The corpus's bundle, built once (atomically, by index-builder) into the cache. */
 function ensureBundle(mdDir) {
+  if (fulltextOnly) {
+    const bundle = path.join(WORK, 'cpp-docs-lexical.bundle');
+    execFileSync(path.join(ROOT, 'target/release/index-builder'),
+      ['build', mdDir, '--out', bundle, '--no-embeddings', '--force-rebuild', '--project', 'microsoft/cpp-docs', '--quiet'],
+      { stdio: ['ignore', 'ignore', 'inherit'] });
+    return bundle;
+  }
   const bundle = path.join(WORK, 'cpp-docs.bundle');
   if (!fs.existsSync(bundle)) {
     console.error('[bench-web] building the cpp-docs bundle with embeddings (once; ~40 min on 2 cores)');
@@ -63,7 +77,7 @@ function ensureBundle(mdDir) {
 
 /** The bundle's split layout, cut anew each run (a few seconds) so it follows the builder's shard sizes. */
 function ensureSplit(bundle) {
-  const dir = path.join(WORK, 'cpp-docs.split');
+  const dir = path.join(WORK, fulltextOnly ? 'cpp-docs-lexical.split' : 'cpp-docs.split');
   execFileSync(path.join(ROOT, 'target/release/index-builder'), ['split', bundle, '--out', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
   return dir;
 }
@@ -81,7 +95,7 @@ const htmlDir = path.join(WORK, 'html');
 await step('html for pagefind', () => renderHtml(mdDir, htmlDir));
 const bundlePath = await step('bundle', () => ensureBundle(mdDir));
 const splitDir = await step('split bundle', () => ensureSplit(bundlePath));
-const ids = await step('token ids', tokenIds);
+const ids = fulltextOnly ? null : await step('token ids', tokenIds);
 const wasm = {
   lexical: sizes(path.join(ROOT, 'www/pkg/lexical/docloupe_bg.wasm')),
   full: sizes(path.join(ROOT, 'www/pkg/full/docloupe_bg.wasm')),
@@ -91,16 +105,16 @@ const wasm = {
 const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
 let ours, ort, pf;
 try {
-  ours = await step('docloupe', () => benchDocloupe({ browser, bundlePath, splitDir, modelDir, rerankerDir, queries, brotliCacheDir }));
-  ort = await step('onnxruntime-web', () => benchOrt({ browser, modelPath: path.join(modelDir, 'model.fp32.onnx'), tokenIds: ids, brotliCacheDir }));
+  ours = await step('docloupe', () => benchDocloupe({ browser, bundlePath, splitDir, modelDir, rerankerDir, queries, brotliCacheDir, fulltextOnly, typoQuery: TYPO_QUERY }));
+  if (!fulltextOnly) ort = await step('onnxruntime-web', () => benchOrt({ browser, modelPath: path.join(modelDir, 'model.fp32.onnx'), tokenIds: ids, brotliCacheDir }));
   pf = await step('pagefind', () => benchPagefind({ browser, htmlDir, outDir: path.join(WORK, 'pagefind'), queries, brotliCacheDir }));
 } finally {
   await browser.close();
 }
 
 const bundleBytes = fs.statSync(bundlePath).size;
-const tokens = ids.map((x) => x.length).sort((a, b) => a - b);
-console.log(`\n== make bench-web: Chromium ${browser.version()} (headless), ${queries.length} queries (${tokens[0]}–${tokens.at(-1)} tokens), cpp-docs bundle ${mb(bundleBytes)}`);
+const tokens = fulltextOnly ? [] : ids.map((x) => x.length).sort((a, b) => a - b);
+console.log(`\n== make bench-web${fulltextOnly ? ' --fulltext-only' : ''}: Chromium ${browser.version()} (headless), ${queries.length} queries${fulltextOnly ? '' : ` (${tokens[0]}–${tokens.at(-1)} tokens)`}, cpp-docs bundle ${mb(bundleBytes)}${fulltextOnly ? ' (no embeddings)' : ''}`);
 console.log('\nwasm                raw         gzip        brotli');
 for (const [k, s] of Object.entries(wasm)) console.log(`${k.padEnd(10)} ${mb(s.raw).padStart(12)} ${kb(s.gzip).padStart(12)} ${kb(s.brotli).padStart(12)}`);
 
@@ -111,6 +125,24 @@ console.log(`  split bundle (${fs.readdirSync(splitDir).length} files, core.bin 
 for (const r of ours.cold.list) console.log(`    ${r.url.padEnd(40)} ${kb(r.bytes).padStart(12)}`);
 console.log(`  each later query cold (its own files): median ${kb(ours.later.medianBytes)} in ${ours.later.medianRequests} requests, p95 ${kb(ours.later.p95Bytes)}; latency p50 ${ms(ours.later.medianMs)}, p95 ${ms(ours.later.p95Ms)}`);
 console.log(`  the same ${queries.length} queries again (warm): ${ours.fulltext.bytesWarm} bytes fetched`);
+const t = ours.typo;
+console.log(`  a misspelt first query, cold ("${t.query}"): ${kb(t.bytes)} in ${t.requests} requests, ${t.rounds} data round(s) after core.bin, at ${ms(t.firstResultMs)} since navigation; ${t.hits} results, top: ${t.top.join(', ')}`);
+for (const r of t.list) console.log(`    ${r.url.padEnd(40)} ${kb(r.bytes).padStart(12)}`);
+if (fulltextOnly) {
+  console.log('  mode                    p50 (page)  p95 (page)  p50 engine  p95 engine');
+  const r = ours.fulltext;
+  console.log(`  ${'fulltext (warm)'.padEnd(22)} ${ms(r.medianMs).padStart(11)} ${ms(r.p95Ms).padStart(11)} ${ms(r.engine.medianMs).padStart(11)} ${ms(r.engine.p95Ms).padStart(11)}`);
+  console.log(`\n${pf.engine} on the same pages as HTML (index ${mb(pf.indexBytes)} in ${pf.indexFiles} files):`);
+  console.log(`  cold: ${kb(pf.cold.bytes)} in ${pf.cold.requests} requests, first query ${ms(pf.cold.firstQueryMs)} (${ms(pf.cold.sinceNavigationMs)} since navigation)`);
+  console.log(`  warm: p50 ${ms(pf.warm.medianMs)}, p95 ${ms(pf.warm.p95Ms)}, ${kb(pf.warm.medianBytes)} and ${pf.warm.medianRequests} requests per query (median)`);
+  console.log('\ngoals:');
+  const goal = (text, ok) => console.log(`  ${ok ? '✓' : '✗'} ${text}`);
+  goal(`first fulltext result from ≤ 200 KB: ${kb(ours.cold.bytes)}`, ours.cold.bytes <= 200_000);
+  goal(`misspelt first query from ≤ 200 KB: ${kb(t.bytes)}`, t.bytes <= 200_000);
+  goal(`warm fulltext p95 ≤ 30 ms: ${ms(ours.fulltext.p95Ms)}`, ours.fulltext.p95Ms <= 30);
+  fs.writeFileSync(path.join(WORK, 'last-run-fulltext.json'), JSON.stringify({ wasm, ours, pf, queries, bundleBytes }, null, 1));
+  process.exit(0);
+}
 console.log(`  models: ready at ${ms(ours.models.readyMs)} since navigation (${ms(ours.models.modelsMs)} after open), ${mb(ours.models.bytes)} in ${ours.models.requests} requests in all; hybrid before then: fallbackApplied=${ours.models.earlyHybrid.fallbackApplied}, degradedReason=${ours.models.earlyHybrid.degradedReason}`);
 console.log('  mode                    p50 (page)  p95 (page)  p50 engine  p95 engine');
 for (const [name, r] of [['fulltext', ours.fulltext], ['hybrid', ours.hybrid], ['hybrid+rerank of 20', ours.reranked]]) {

@@ -23,7 +23,9 @@ function dataRounds(list) {
   return kinds.filter((k, i) => i === 0 || k !== kinds[i - 1]).length;
 }
 
-export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, rerankerDir, queries, brotliCacheDir, timeoutMs = 900_000 }) {
+// `fulltextOnly`: steps 1 and 2 only (a bundle built with --no-embeddings is enough), plus a
+// cold visit whose first query is misspelt (`typoQuery`), which reads the term dictionary.
+export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, rerankerDir, queries, brotliCacheDir, fulltextOnly = false, typoQuery, timeoutMs = 900_000 }) {
   const server = await startServer(
     {
       '/bench/': path.join(HERE, 'pages'),
@@ -98,6 +100,34 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     const warmBytes = server.stats().bytes;
     await a.context.close();
 
+    // 2b. A cold visitor whose first query has typos: the words it does not find are looked
+    //     up in the term dictionary's shards, which the exact query did not need.
+    let typo = null;
+    if (typoQuery) {
+      const t = await visit();
+      await t.call('benchOpen', { bundle: '/split/', worker: true }, 'open');
+      const r = await t.call('benchSearch', { query: typoQuery, mode: 'fulltext' }, 'typo query');
+      const s = server.stats();
+      typo = { query: typoQuery, bytes: s.bytes, requests: s.requests, rounds: dataRounds(s.list), list: s.list, firstResultMs: r.sinceNavigationMs, hits: r.hits, top: r.top };
+      await t.context.close();
+    }
+    const fulltextPart = {
+      whole: { bytes: wholeCold.bytes, requests: wholeCold.requests, firstResultMs: wholeFirst.sinceNavigationMs },
+      cold: { bytes: cold.bytes, requests: cold.requests, list: cold.list, rounds: dataRounds(cold.list), firstResultMs: first.sinceNavigationMs, openMs: opened.openMs },
+      typo,
+      later: {
+        medianBytes: median(perQueryBytes.map((q) => q.bytes)),
+        p95Bytes: percentile(perQueryBytes.map((q) => q.bytes), 95),
+        medianRequests: median(perQueryBytes.map((q) => q.requests)),
+        ...summary(fulltextCold.map((r) => r.ms)),
+      },
+      fulltext: { ...summary(fulltext.map((r) => r.ms)), engine: summary(fulltext.map((r) => r.timings.totalMs)), bytesWarm: warmBytes },
+    };
+    if (fulltextOnly) {
+      if (a.errors.length) throw new Error(`errors in the page:\n${a.errors.join('\n')}`);
+      return { thread: opened.thread, ...fulltextPart, perQuery: { fulltext } };
+    }
+
     // 3. With the models: fulltext first, the models and bundle.bin in the background, then hybrid.
     const b = await visit();
     await b.call('benchOpen', { bundle: '/split/', models, worker: true }, 'open with models');
@@ -127,15 +157,7 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
 
     return {
       thread: opened.thread,
-      whole: { bytes: wholeCold.bytes, requests: wholeCold.requests, firstResultMs: wholeFirst.sinceNavigationMs },
-      cold: { bytes: cold.bytes, requests: cold.requests, list: cold.list, rounds: dataRounds(cold.list), firstResultMs: first.sinceNavigationMs, openMs: opened.openMs },
-      later: {
-        medianBytes: median(perQueryBytes.map((q) => q.bytes)),
-        p95Bytes: percentile(perQueryBytes.map((q) => q.bytes), 95),
-        medianRequests: median(perQueryBytes.map((q) => q.requests)),
-        ...summary(fulltextCold.map((r) => r.ms)),
-      },
-      fulltext: { ...summary(fulltext.map((r) => r.ms)), engine: summary(fulltext.map((r) => r.timings.totalMs)), bytesWarm: warmBytes },
+      ...fulltextPart,
       models: {
         earlyHybrid: { fallbackApplied: early.fallbackApplied, degradedReason: early.degradedReason, ms: early.ms },
         readyMs: ready.sinceNavigationMs,
