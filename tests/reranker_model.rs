@@ -114,7 +114,7 @@ fn the_engine_reranks_with_the_committed_model() {
 }
 
 #[test]
-fn the_cli_loads_the_committed_reranker_by_default() {
+fn the_cli_reranks_by_default_with_no_model_installed() {
     let (_tmp, bundle) = common::fixture_bundle_file();
     // The contract's own JSON (`--jsonl`), which carries the ranking signals.
     let mut child = common::docloupe_search(&bundle)
