@@ -33,8 +33,7 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
       '/data/': path.dirname(bundlePath),
       '/split/': splitDir,
       // Served as they are, as for onnxruntime-web: int8 weights barely compress.
-      '/models/': { dir: modelDir, compress: false },
-      '/reranker/': { dir: rerankerDir, compress: false },
+      ...(fulltextOnly ? {} : { '/models/': { dir: modelDir, compress: false }, '/reranker/': { dir: rerankerDir, compress: false } }),
     },
     { brotliCacheDir },
   );
