@@ -140,7 +140,7 @@ pub fn typed_word(query: &str, token: &Token) -> String {
 }
 
 /// Whether a word may be a misspelling worth correcting: long enough, not a number.
-fn correctable(term: &str) -> bool {
+pub(super) fn correctable(term: &str) -> bool {
     term.chars().count() >= MIN_CORRECTED && !term.chars().all(|c| c.is_ascii_digit())
 }
 

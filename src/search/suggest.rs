@@ -44,8 +44,7 @@ pub fn suggestions(
     let mut osa = Osa::default();
     let mut looked_up = 0;
     for (t, &df) in tokens.iter().zip(&dfs) {
-        let len = t.term.chars().count();
-        if len < 3 || t.term.chars().all(|c| c.is_ascii_digit()) {
+        if !super::expand::correctable(&t.term) {
             continue;
         }
         let min_df = if df == 0 {
