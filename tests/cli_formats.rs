@@ -154,3 +154,141 @@ fn the_search_options_reach_the_engine() {
     assert_eq!(code, Some(1));
     golden("error.json", &out);
 }
+
+/// Issue 25 #6: `-c`/`--context` works bare and with a value, and the context it asks for is
+/// in the text and markdown outputs too, not only in JSON.
+#[test]
+fn context_is_shown_in_every_format_when_asked() {
+    let fulltext = ["--mode", "fulltext", "-l", "1", "-k", "1"];
+    for format in ["text", "markdown"] {
+        // The flags after the query: a bare `-c` before it would take the next word as its
+        // value (and refuse it, clearly: "invalid value 'configure' for '--context'").
+        let run = |extra: &[&str]| {
+            let (out, code) = search(&[&fulltext[..], &["-f", format], &QUERY, extra].concat());
+            assert_eq!(code, Some(0), "{format} {extra:?}: {out}");
+            out
+        };
+        let with = run(&["-c"]);
+        assert!(with.contains("(after line"), "{format}: {with}");
+        assert_eq!(run(&["--context"]), with);
+        assert_eq!(run(&[]), with, "context is the default");
+        let without = run(&["--context=false"]);
+        assert!(!without.contains("(after line"), "{format}: {without}");
+        assert_eq!(run(&["-c", "false"]), without);
+    }
+    let (out, code) = search(&["-c", "configure", "the", "cache"]);
+    assert_eq!(code, Some(2), "{out}");
+}
+
+/// Issue 25 #6: the /search command file puts `--format markdown` first; the user's own
+/// `--format=json` after it wins instead of a clap error.
+#[test]
+fn a_later_format_replaces_the_command_files_default() {
+    let (out, code) = search(&[
+        "--mode",
+        "fulltext",
+        "--format",
+        "markdown",
+        "--format=json",
+        "cache",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["success"], true);
+}
+
+/// Issue 25 #2: `--page` and `--offset` page through documents; the header says which.
+#[test]
+fn pages_of_documents_from_the_cli() {
+    let docs = |extra: &[&str]| -> Vec<String> {
+        let (out, code) = search(
+            &[
+                &["-f", "json", "--kernels", "portable"][..],
+                extra,
+                &["cache"],
+            ]
+            .concat(),
+        );
+        assert_eq!(code, Some(0), "{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let three = docs(&["-l", "3"]);
+    assert_eq!(three.len(), 3);
+    let paged: Vec<String> = (1..=3)
+        .flat_map(|p| docs(&["-l", "1", "--page", &p.to_string()]))
+        .collect();
+    assert_eq!(paged, three);
+    assert_eq!(docs(&["-l", "2", "--offset", "1"]), three[1..]);
+    let (out, _) = search(&["--kernels", "portable", "-l", "1", "-p", "2", "cache"]);
+    assert!(out.starts_with("document 2 of "), "{out}");
+    assert!(
+        out.contains("\n2. "),
+        "numbered from the page's first: {out}"
+    );
+}
+
+/// Splits a command line the way a shell does for the examples' needs: spaces separate words,
+/// double quotes group them.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let (mut quoted, mut any) = (false, false);
+    for c in line.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                any = true;
+            }
+            ' ' if !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => {
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(word);
+    }
+    words
+}
+
+/// Issue 25 #6: every `/search` example in `.claude/commands/search.md` (and the README's)
+/// runs as the command file runs it: its own `--format markdown` first, then the example's
+/// arguments.
+#[test]
+fn every_search_command_example_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let command = std::fs::read_to_string(root.join(".claude/commands/search.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let examples: Vec<&str> = command
+        .lines()
+        .chain(readme.lines())
+        .flat_map(|l| l.split('`'))
+        .filter_map(|piece| piece.strip_prefix("/search "))
+        .filter(|e| !e.starts_with('['))
+        .collect();
+    assert!(examples.len() >= 5, "{examples:?}");
+    for example in examples {
+        let args = shell_words(example);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (out, code) = search(&[&["--format", "markdown"][..], &args].concat());
+        assert_eq!(code, Some(0), "/search {example}: {out}");
+        if args.iter().any(|a| a.starts_with("--format=json")) {
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(v["success"], true, "/search {example}");
+        } else {
+            assert!(out.starts_with("**"), "/search {example}: {out}");
+        }
+    }
+}

@@ -11,7 +11,7 @@ use docloupe::analyze::Language;
 use docloupe::bundle::Citation;
 use docloupe::embed::{sha256_hex, Embedder, ModelFiles, ModelInfo};
 use docloupe::index::{
-    build_bundle, chunk_id, embedding_input, BuildOptions, Embedding, SourceChunk, SourceDocument,
+    build_bundle, embedding_input, BuildOptions, Embedding, SourceChunk, SourceDocument,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -83,7 +83,8 @@ pub struct IngestResult {
     pub metadata_warnings: Vec<MetadataWarning>,
 }
 
-struct TokenizerCounter<'a>(&'a Embedder);
+/// Counts tokens with the embedding model's own tokenizer.
+pub struct TokenizerCounter<'a>(pub &'a Embedder);
 
 impl TokenCounter for TokenizerCounter<'_> {
     fn count(&self, text: &str) -> usize {
@@ -96,9 +97,10 @@ impl TokenCounter for TokenizerCounter<'_> {
 pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     let started = Instant::now();
     let mut warnings = Vec::new();
-    if !cfg.input.is_dir() {
+    let single = cfg.input.is_file();
+    if !single && !cfg.input.is_dir() {
         bail!(
-            "input folder {} does not exist or is not a folder",
+            "input {} does not exist or is neither a folder nor a file",
             cfg.input.display()
         );
     }
@@ -112,7 +114,11 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         );
     }
 
-    let files = discover(&cfg.input, &mut warnings);
+    let files = if single {
+        vec![crate::ingest::single_file(&cfg.input)?]
+    } else {
+        discover(&cfg.input, &mut warnings)
+    };
     if files.is_empty() {
         bail!(
             "no documents (*.md, *.markdown, *.txt, *.pdf, *.docx, *.xlsx, *.xls, *.ods) found under {}",
@@ -161,7 +167,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         }
     };
     let model = embedder.as_ref().map(|e| e.info().clone());
-    let mut reuse = previous_bundle(&cfg, model.as_ref(), &mut warnings)?;
+    let reuse = previous_bundle(&cfg, model.as_ref(), &mut warnings)?;
 
     // Chunk to the model's window, in parallel.
     let counter: Box<dyn TokenCounter + Sync> = match &embedder {
@@ -208,15 +214,13 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     }
 
     // Embed every chunk whose vector the previous bundle does not already hold.
-    let model_id = model.as_ref().map_or("none", |m| m.id.as_str());
     let mut slots: Vec<Result<Embedding, String>> = Vec::new();
-    for (doc, chunks) in docs.iter().zip(&planned) {
-        for (k, c) in chunks.iter().enumerate() {
+    for chunks in &planned {
+        for c in chunks {
             let input = embedding_input(&c.section_path, &c.text);
-            let id = chunk_id(&doc.doc_id, &c.section_path, model_id, k as u32);
-            slots.push(match reuse.remove(&id) {
-                Some((hash, e)) if hash == sha256_hex(input.as_bytes()) => Ok(e),
-                _ => Err(input),
+            slots.push(match reuse.get(&sha256_hex(input.as_bytes())) {
+                Some(e) => Ok(e.clone()),
+                None => Err(input),
             });
         }
     }
@@ -301,9 +305,10 @@ fn cite(doc: &mut SourceDocument, c: Citation) {
     doc.citation = Some(c);
 }
 
-/// A chunk's reusable vector, by chunk id: the sha256 of the text it was embedded from (so a
-/// chunk whose text changed under the same id is embedded again) and the vector.
-type Reuse = HashMap<String, (String, Embedding)>;
+/// Reusable vectors by the sha256 of the text they were embedded from. A vector is a
+/// function of that text alone (one chunk per model call), so any chunk with the same text
+/// (moved, renamed, or copied to another file) takes it, and a changed text never does.
+type Reuse = HashMap<String, Embedding>;
 
 /// Looks at the bundle already at the output path. Refuses to replace one built with
 /// another embedding model, or a file that is not a bundle, without `--force-rebuild`; with
@@ -388,14 +393,11 @@ fn previous_bundle(
         };
         let input = embedding_input(&meta.section_path, text);
         reuse.insert(
-            meta.id.clone(),
-            (
-                sha256_hex(input.as_bytes()),
-                Embedding::Quantized {
-                    scale: q.scale,
-                    data: q.data.clone(),
-                },
-            ),
+            sha256_hex(input.as_bytes()),
+            Embedding::Quantized {
+                scale: q.scale,
+                data: q.data.clone(),
+            },
         );
     }
     Ok(reuse)
@@ -495,25 +497,12 @@ fn plan_document(
         text,
         ..
     } = converted;
-    let doc = conversion.doc;
     let paged = !conversion.page_map.pages.is_empty();
-    let mut chunks = Vec::new();
-    for section in &doc.sections {
-        let mut path = vec![doc.title.clone()];
-        path.extend(section.headings.iter().cloned());
-        chunks.extend(chunk_section(section, &path, max_tokens, counter));
-    }
+    let doc = conversion.doc;
+    let chunks = plan_chunks(&doc, paged, max_tokens, counter);
     if chunks.is_empty() {
         warnings.push(format!("{}: skipped, no text", file.rel));
         return None;
-    }
-    if paged {
-        // A PDF viewer opens `file.pdf#page=N` at the page: the anchor a result links to.
-        for c in &mut chunks {
-            if let Some(span) = c.page_span {
-                c.anchor = format!("page={}", span.start);
-            }
-        }
     }
     let lang = cfg.lang.or(doc.front.lang).unwrap_or_else(|| match &text {
         Some(t) => Language::detect(t),
@@ -541,6 +530,32 @@ fn plan_document(
         chunks: Vec::new(),
     };
     Some((source, chunks, doc.front.citekey))
+}
+
+/// A converted document's chunks, as the build plans them: each section (breadcrumb = title +
+/// headings) cut to `max_tokens`; in a paged document each chunk's anchor is its first page
+/// (`page=N`, where a PDF viewer opens). `index-builder convert` shows the same.
+pub fn plan_chunks(
+    doc: &crate::ingest::ParsedDoc,
+    paged: bool,
+    max_tokens: usize,
+    counter: &dyn TokenCounter,
+) -> Vec<PlannedChunk> {
+    let mut chunks = Vec::new();
+    for section in &doc.sections {
+        let mut path = vec![doc.title.clone()];
+        path.extend(section.headings.iter().cloned());
+        chunks.extend(chunk_section(section, &path, max_tokens, counter));
+    }
+    if paged {
+        // A PDF viewer opens `file.pdf#page=N` at the page: the anchor a result links to.
+        for c in &mut chunks {
+            if let Some(span) = c.page_span {
+                c.anchor = format!("page={}", span.start);
+            }
+        }
+    }
+    chunks
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

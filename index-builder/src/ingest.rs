@@ -170,6 +170,31 @@ pub fn paragraphs(source: &str, page_of: impl Fn(usize) -> Option<u32>) -> Vec<B
     blocks
 }
 
+/// One document given as a file instead of a folder (`index-builder build FILE`): its path in
+/// the bundle is its file name. A file of a format the builder does not read, or whose name
+/// would not be a safe document path, is an error (there is nothing else to build).
+pub fn single_file(path: &Path) -> anyhow::Result<SourceFile> {
+    let format = Format::of(path).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: not a format index-builder reads (md, markdown, txt, pdf, docx, xlsx, xlsm, xls, ods)",
+            path.display()
+        )
+    })?;
+    let rel = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| anyhow::anyhow!("{}: its name is not UTF-8", path.display()))?
+        .to_owned();
+    if let Some(why) = docloupe::bundle::document_path_problem(&rel) {
+        anyhow::bail!("{rel:?}: cannot be a document, its name {why}");
+    }
+    Ok(SourceFile {
+        format,
+        abs: path.to_path_buf(),
+        rel,
+    })
+}
+
 /// Lists the documents (markdown and plain text) under `root`, skipping hidden and git-ignored paths, sorted by
 /// relative path.
 pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {

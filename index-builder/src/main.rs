@@ -1,7 +1,7 @@
 //! `index-builder`: turns a folder of documents (markdown, text, PDF, DOCX, spreadsheets)
 //! into a docloupe bundle.
 
-use index_builder::{build, cite, ingest, isolate, site};
+use index_builder::{build, chunk, cite, ingest, isolate, site};
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -26,13 +26,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Build a bundle from every document under DIR (markdown, text, PDF, DOCX, XLSX/XLS/ODS).
+    /// Build a bundle from every document under a folder (markdown, text, PDF, DOCX,
+    /// XLSX/XLS/ODS), or from one document.
     Build(BuildArgs),
-    /// Print what the builder reads from one document as JSON: its docId, title, heading
-    /// tree, page map (PDF) and sections with their text blocks, lines and pages.
+    /// Print what the builder makes of one document as JSON: its docId, title, heading tree,
+    /// page map (PDF), sections with their text blocks, lines and pages, and the chunks the
+    /// build cuts them into with each one's span (breadcrumb, anchor, lines, pages, tokens).
     Convert {
         /// A markdown, text, PDF, DOCX or spreadsheet file.
         file: PathBuf,
+        /// Count tokens with this embedding model's tokenizer (minilm, e5-multilingual or a
+        /// model directory), so the chunks are exactly the build's; without it they are
+        /// sized by the estimate `--no-embeddings` builds use.
+        #[arg(long)]
+        model: Option<String>,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -99,7 +106,9 @@ enum Command {
 
 #[derive(clap::Args)]
 struct BuildArgs {
-    /// Folder of documents (hidden and git-ignored paths are skipped).
+    /// Folder of documents (hidden and git-ignored paths are skipped), or one document (its
+    /// path in the bundle is its file name).
+    #[arg(value_name = "PATH")]
     dir: PathBuf,
     /// Bundle file to write (atomically).
     #[arg(long)]
@@ -190,7 +199,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Build(args) => build(args),
         Command::Inspect { bundle } => inspect(&bundle),
-        Command::Convert { file, limits } => convert_one(&file, limits.limits()),
+        Command::Convert {
+            file,
+            model,
+            limits,
+        } => convert_one(&file, model.as_deref(), limits.limits()),
         Command::ConvertWorker { format, stem, rel } => {
             return isolate::worker(&format, &stem, &rel)
         }
@@ -250,6 +263,19 @@ fn print_line(text: &str) -> Result<()> {
     Ok(())
 }
 
+/// The installed directory of a model `--model` names (minilm, e5-multilingual).
+fn known_model_dir(name: &str) -> Option<PathBuf> {
+    KNOWN_MODELS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, dir, _)| models_root().join(dir))
+}
+
+/// `--model`'s value as a directory: a known model's, else the path given.
+fn model_dir(model: &str) -> PathBuf {
+    known_model_dir(model).unwrap_or_else(|| PathBuf::from(model))
+}
+
 fn build(args: BuildArgs) -> Result<()> {
     if let Some(p) = &args.project {
         validate_project(p)?;
@@ -257,12 +283,7 @@ fn build(args: BuildArgs) -> Result<()> {
     docloupe::embed::use_kernels(args.kernels)?;
     let missing = "the embedding model is missing (run `make models`, pass --model DIR, or build with --no-embeddings)";
     let files = |dir: &std::path::Path| ModelFiles::from_dir(dir).context(missing);
-    let named = |name: &str| {
-        KNOWN_MODELS
-            .iter()
-            .find(|(n, _, _)| *n == name)
-            .map(|(_, dir, _)| models_root().join(dir))
-    };
+    let named = known_model_dir;
     let model = if args.no_embeddings {
         build::ModelChoice::None
     } else if args.model == "auto" {
@@ -271,7 +292,7 @@ fn build(args: BuildArgs) -> Result<()> {
             multilingual: named("e5-multilingual").expect("a known model"),
         }
     } else {
-        let dir = named(&args.model).unwrap_or_else(|| PathBuf::from(&args.model));
+        let dir = model_dir(&args.model);
         build::ModelChoice::Fixed(Box::new(Embedder::new(&files(&dir)?)?))
     };
     let mut warnings = Vec::new();
@@ -308,7 +329,7 @@ fn build(args: BuildArgs) -> Result<()> {
     Ok(())
 }
 
-fn convert_one(path: &std::path::Path, limits: isolate::Limits) -> Result<()> {
+fn convert_one(path: &std::path::Path, model: Option<&str>, limits: isolate::Limits) -> Result<()> {
     let format = ingest::Format::of(path).with_context(|| {
         format!(
             "{}: not a format index-builder reads (md, markdown, txt, pdf, docx, xlsx, xlsm, xls, ods)",
@@ -324,6 +345,23 @@ fn convert_one(path: &std::path::Path, limits: isolate::Limits) -> Result<()> {
     let mut warnings = Vec::new();
     let c = isolate::convert_isolated(format, &bytes, &stem, &rel, &mut warnings, limits)
         .map_err(|why| anyhow::anyhow!("{rel}: cannot be indexed: {why}"))?;
+    let embedder = model
+        .map(|m| -> Result<Embedder> {
+            let dir = model_dir(m);
+            let files = ModelFiles::from_dir(&dir)
+                .with_context(|| format!("cannot load the model {}", dir.display()))?;
+            Ok(Embedder::new(&files)?)
+        })
+        .transpose()?;
+    let (counter, max_tokens): (Box<dyn chunk::TokenCounter>, usize) = match &embedder {
+        Some(e) => (
+            Box::new(build::TokenizerCounter(e)),
+            e.info().max_tokens as usize,
+        ),
+        None => (Box::new(chunk::EstimateCounter), 256),
+    };
+    let paged = !c.page_map.pages.is_empty();
+    let chunks = build::plan_chunks(&c.doc, paged, max_tokens, counter.as_ref());
     let report = serde_json::json!({
         "docId": c.doc_id,
         "documentType": format.doc_type(),
@@ -341,6 +379,18 @@ fn convert_one(path: &std::path::Path, limits: isolate::Limits) -> Result<()> {
                 "lineStart": b.line_start, "lineEnd": b.line_end, "page": b.page, "text": b.text,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
+        "chunks": chunks.iter().enumerate().map(|(i, ch)| serde_json::json!({
+            "chunkIndex": i,
+            "sectionPath": ch.section_path,
+            "anchor": ch.anchor,
+            "lineStart": ch.line_start,
+            "lineEnd": ch.line_end,
+            "pageStart": ch.page_span.map(|p| p.start),
+            "pageEnd": ch.page_span.map(|p| p.end),
+            "tokens": counter.count(&docloupe::index::embedding_input(&ch.section_path, &ch.text)),
+            "text": ch.text,
+        })).collect::<Vec<_>>(),
+        "tokenCounts": if embedder.is_some() { "model" } else { "estimate" },
         "warnings": warnings,
     });
     use std::io::Write;

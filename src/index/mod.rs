@@ -91,9 +91,20 @@ pub fn embedding_input(section_path: &[String], text: &str) -> String {
     format!("{}\n{}", section_path.join(" > "), text)
 }
 
-/// Deterministic chunk id: 128 bits of sha256 over (docId, sectionPath, model id, chunkIndex).
-pub fn chunk_id(doc_id: &str, section_path: &[String], model_id: &str, chunk_index: u32) -> String {
+/// Deterministic chunk id: 128 bits of sha256 over (document path, docId, sectionPath, model
+/// id, chunkIndex). The path makes it unique per file: two files with the same content (the
+/// same docId) have distinct chunks, and clients that key on `chunkId` (the web component's
+/// selection) tell them apart.
+pub fn chunk_id(
+    path: &str,
+    doc_id: &str,
+    section_path: &[String],
+    model_id: &str,
+    chunk_index: u32,
+) -> String {
     let mut h = Sha256::new();
+    h.update(path.as_bytes());
+    h.update([0]);
     h.update(doc_id.as_bytes());
     h.update([0]);
     for s in section_path {
@@ -179,7 +190,13 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
             chunks.push(ChunkMeta {
                 doc: d as u32,
                 chunk_index: k as u32,
-                id: chunk_id(&doc.doc_id, &chunk.section_path, model_id, k as u32),
+                id: chunk_id(
+                    &doc.path,
+                    &doc.doc_id,
+                    &chunk.section_path,
+                    model_id,
+                    k as u32,
+                ),
                 section_path: chunk.section_path,
                 anchor: chunk.anchor,
                 line_start: chunk.line_start,

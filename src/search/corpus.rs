@@ -243,10 +243,20 @@ impl<'a> Corpus<'a> {
     /// BM25 on a query-independent 0..1 scale (clamped; title matches and repeated terms can
     /// exceed it). A word repeated in the query counts once; the sum runs in term order.
     pub fn ideal_score(&self, terms: &[QueryTerm]) -> f32 {
+        self.ideal(terms, true)
+    }
+
+    /// [`Corpus::ideal_score`] as if every term were the query's own word (weight 1).
+    pub fn ideal_score_unweighted(&self, terms: &[QueryTerm]) -> f32 {
+        self.ideal(terms, false)
+    }
+
+    fn ideal(&self, terms: &[QueryTerm], weighted: bool) -> f32 {
         let n = self.n_chunks();
         let mut best: std::collections::BTreeMap<&str, f32> = Default::default();
         for t in terms {
-            let v = t.weight * lexical::bm25_idf(n, self.doc_freq(&t.term));
+            let w = if weighted { t.weight } else { 1.0 };
+            let v = w * lexical::bm25_idf(n, self.doc_freq(&t.term));
             let e = best.entry(t.word.as_str()).or_insert(v);
             *e = e.max(v);
         }

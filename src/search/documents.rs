@@ -4,6 +4,8 @@
 //! second search path: filters, ranking and errors are the engine's.
 //!
 //! Request: `query` (1..500 characters, required), `limit` (documents, 1..50, default 10),
+//! `page` (1-based, counted in documents: page `p` holds documents `(p−1)·limit + 1 ..
+//! p·limit`; default 1),
 //! `document_types` (`["pdf", "md"]`), `date_range` (`{from, to}`, ISO dates), `source_filter`
 //! (path prefix), `include_context` (default true), `max_chunks` (fragments per document,
 //! 1..10, default 3), `search_mode` (`semantic` | `fulltext` | `hybrid`, default hybrid).
@@ -28,8 +30,8 @@ pub const DEFAULT_LIMIT: u32 = 10;
 pub const MAX_LIMIT: u32 = 50;
 pub const DEFAULT_MAX_CHUNKS: u32 = 3;
 pub const MAX_MAX_CHUNKS: u32 = 10;
-/// The contract's own cap on `limit` (results, not documents).
-const CONTRACT_MAX_RESULTS: u32 = 50;
+/// Deepest page: the contract's deepest `offset` in documents of the largest `limit`.
+pub const MAX_PAGE: u32 = (super::request::MAX_OFFSET as u32) / MAX_LIMIT + 1;
 
 /// The tool's input. Unknown fields are refused, as the schema says (`additionalProperties:
 /// false`): a misspelt option must not be silently ignored.
@@ -39,6 +41,9 @@ pub struct DocumentsRequest {
     pub query: String,
     #[serde(default = "default_limit")]
     pub limit: u32,
+    /// 1-based page of `limit` documents.
+    #[serde(default = "first_page")]
+    pub page: u32,
     #[serde(default)]
     pub document_types: Vec<String>,
     #[serde(default)]
@@ -69,6 +74,9 @@ pub struct DateRange {
 fn default_limit() -> u32 {
     DEFAULT_LIMIT
 }
+fn first_page() -> u32 {
+    1
+}
 fn default_max_chunks() -> u32 {
     DEFAULT_MAX_CHUNKS
 }
@@ -84,6 +92,7 @@ impl DocumentsRequest {
         DocumentsRequest {
             query: query.into(),
             limit: DEFAULT_LIMIT,
+            page: 1,
             document_types: Vec::new(),
             date_range: None,
             source_filter: None,
@@ -120,6 +129,23 @@ impl DocumentsRequest {
                 &format!("must be 1..{MAX_LIMIT}"),
             ));
         }
+        if !(1..=MAX_PAGE).contains(&self.page) {
+            return Err(DocumentsError::invalid(
+                "page",
+                &format!("must be 1..{MAX_PAGE}"),
+            ));
+        }
+        if (self.page - 1) as usize * self.limit as usize > super::request::MAX_OFFSET {
+            return Err(DocumentsError::invalid(
+                "page",
+                &format!(
+                    "page {} of {} documents starts past document {}",
+                    self.page,
+                    self.limit,
+                    super::request::MAX_OFFSET
+                ),
+            ));
+        }
         if !(1..=MAX_MAX_CHUNKS).contains(&self.max_chunks) {
             return Err(DocumentsError::invalid(
                 "max_chunks",
@@ -129,8 +155,8 @@ impl DocumentsRequest {
         Ok(())
     }
 
-    /// The contract request that answers this one: enough results for `limit` documents of
-    /// up to `max_chunks` fragments each, within the contract's 50.
+    /// The contract request that answers this one: the page's `limit` documents with up to
+    /// `max_chunks` fragments each (the contract counting `limit` and `offset` in documents).
     pub fn to_search_request(&self) -> SearchRequest {
         let date = self.date_range.clone().unwrap_or_default();
         let filters = Filters {
@@ -142,7 +168,9 @@ impl DocumentsRequest {
         };
         SearchRequest {
             query: self.query.clone(),
-            limit: Some((self.limit * self.max_chunks).min(CONTRACT_MAX_RESULTS) as usize),
+            limit: Some(self.limit as usize),
+            offset: Some((self.page as usize - 1) * self.limit as usize),
+            by_document: true,
             mode: Some(self.search_mode),
             filters: (filters != Filters::default()).then_some(filters),
             max_chunks_per_document: Some(self.max_chunks as usize),
@@ -298,6 +326,7 @@ fn tool_field(contract: &str) -> &str {
         "maxChunksPerDocument" => "max_chunks",
         "includeContext" => "include_context",
         "mode" => "search_mode",
+        "offset" => "page",
         other => other,
     }
 }
@@ -425,6 +454,10 @@ pub fn input_schema() -> Value {
                 "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
                 "description": "How many documents to return"
             },
+            "page": {
+                "type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1,
+                "description": "Which page of `limit` documents (1 = the best ones)"
+            },
             "document_types": {
                 "type": "array", "items": {"type": "string"}, "default": [],
                 "description": "Only these formats, e.g. pdf, docx, xlsx, txt, md (any of them)"
@@ -476,6 +509,8 @@ mod tests {
             (json!({"query": "x", "limit": 0}), "limit"),
             (json!({"query": "x", "limit": 51}), "limit"),
             (json!({"query": "x", "max_chunks": 11}), "max_chunks"),
+            (json!({"query": "x", "page": 0}), "page"),
+            (json!({"query": "x", "limit": 50, "page": 202}), "page"),
             (
                 json!({"query": "x", "search_mode": "vector"}),
                 "search_mode",
@@ -499,7 +534,7 @@ mod tests {
     }
 
     #[test]
-    fn it_asks_the_contract_for_enough_fragments_within_its_cap() {
+    fn it_asks_the_contract_for_a_page_of_documents() {
         let mut r = DocumentsRequest::new("cache");
         r.document_types = vec!["pdf".into()];
         r.date_range = Some(DateRange {
@@ -507,8 +542,11 @@ mod tests {
             to: None,
         });
         r.limit = 30;
+        r.page = 3;
         let s = r.to_search_request();
-        assert_eq!(s.limit, Some(50));
+        assert_eq!(s.limit, Some(30));
+        assert_eq!(s.offset, Some(60));
+        assert!(s.by_document);
         assert_eq!(s.max_chunks_per_document, Some(3));
         let f = s.filters.unwrap();
         assert_eq!(f.document_types, vec!["pdf"]);

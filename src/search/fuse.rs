@@ -23,6 +23,9 @@
 //! **Reciprocal rank** (`Fusion::Rrf`, kept for comparison on the quality benchmark):
 //! `Σ 1 / (60 + rank)` over the chunk's rank by BM25 and by cosine within the pool.
 //!
+//! Fulltext results score [`lexical_relevance`] (0..1, ordered as BM25), semantic ones their
+//! cosine; every mode's `score` is on 0..1.
+//!
 //! Ties break by `documentPath`, then `chunkIndex`, so results are fully deterministic.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,16 +82,20 @@ pub fn rank(
     pool: usize,
 ) -> Vec<Hit> {
     let mut hits = match (mode, query) {
-        (Mode::Fulltext, _) | (_, None) => r
-            .lexical(terms)
-            .into_iter()
-            .map(|(chunk, s)| Hit {
-                chunk,
-                score: s,
-                lexical: s,
-                semantic: 0.0,
-            })
-            .collect(),
+        (Mode::Fulltext, _) | (_, None) => {
+            // Scaled by the query's words matched exactly: a match through a close spelling
+            // (weight < 1) scores below the exact word's.
+            let ideal = r.corpus.ideal_score_unweighted(terms);
+            r.lexical(terms)
+                .into_iter()
+                .map(|(chunk, s)| Hit {
+                    chunk,
+                    score: lexical_relevance(s, ideal),
+                    lexical: s,
+                    semantic: 0.0,
+                })
+                .collect()
+        }
         (Mode::Semantic, Some(q)) => r
             .semantic(q, pool)
             .into_iter()
@@ -206,6 +213,19 @@ fn hybrid(
             semantic,
         })
         .collect()
+}
+
+/// A fulltext result's score on the 0..1 scale every mode reports: `2x / (2x + 1)` with
+/// `x = bm25 / Σ idf`, `Σ idf` being the BM25 of a chunk holding every query term once (which
+/// scores 0.67; half of it 0.5, twice it 0.8). Strictly increasing in BM25, so it orders as
+/// BM25 does (and costs the lexical wasm build no `exp`).
+pub fn lexical_relevance(bm25: f32, ideal: f32) -> f32 {
+    if ideal > 0.0 && bm25 > 0.0 {
+        let x2 = 2.0 * bm25 / ideal;
+        x2 / (x2 + 1.0)
+    } else {
+        0.0
+    }
 }
 
 /// Whether the chunk's document title and section headings hold every query term.

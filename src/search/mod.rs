@@ -20,7 +20,9 @@ pub mod response;
 pub mod retrieve;
 pub mod suggest;
 
-use web_time::{Duration, Instant};
+#[cfg(feature = "vectors")]
+use web_time::Duration;
+use web_time::Instant;
 
 use crate::analyze::Analyzer;
 use crate::bundle::split::SplitBundle;
@@ -29,6 +31,7 @@ use crate::embed::ModelInfo;
 #[cfg(feature = "models")]
 use crate::embed::{Embedder, ModelFiles};
 use crate::error::{Error, Result};
+#[cfg(feature = "vectors")]
 use crate::index::lexical::QueryTerm;
 use corpus::{Corpus, Data};
 
@@ -102,6 +105,10 @@ pub struct EngineOptions {
     /// Results of the learned second stage carry its features (`rankingSignals.features`):
     /// training data for `prebuild/ranker`, never for clients.
     pub explain_features: bool,
+    /// The cosine from which a semantic neighbour that shares no word with the query matches;
+    /// `None`: the bundle's model's ([`crate::embed::match_floor`]). Tools that calibrate
+    /// it set 0.
+    pub match_floor: Option<f32>,
 }
 
 impl Default for EngineOptions {
@@ -114,6 +121,7 @@ impl Default for EngineOptions {
             rerank_weight: None,
             lexical_fallback: None,
             explain_features: false,
+            match_floor: None,
         }
     }
 }
@@ -387,6 +395,7 @@ impl Engine {
 
         // Candidates.
         let tokens = self.analyzer.tokens(&plan.query);
+        #[cfg(feature = "vectors")]
         let terms: Vec<String> = tokens.iter().map(|t| t.term.clone()).collect();
         // Without the models, and with the host's reason, semantic and hybrid degrade to the
         // lexical ranking.
@@ -401,7 +410,7 @@ impl Engine {
             _ if given_vector.is_some() && self.has_vectors() => given_vector,
             mode => {
                 let t = Instant::now();
-                let v = self.embed_query(&plan.query, mode)?;
+                let v = self.embed_query(&plan.query, mode, plan.rerank)?;
                 timings.embed_ms = ms(t.elapsed());
                 Some(v)
             }
@@ -418,7 +427,13 @@ impl Engine {
             positions: &self.positions,
             mask: &mask,
         };
-        let pool = retrieve::POOL_PER_SIDE.max(plan.limit * 2);
+        // The pool depends on the page size, never on the page (`offset`): every page of a
+        // request is cut from the same ranking.
+        let page_results = match plan.by_document {
+            true => plan.limit * plan.max_chunks_per_document,
+            false => plan.limit,
+        };
+        let pool = retrieve::POOL_PER_SIDE.max(page_results * 2);
         let fused = fuse::rank(
             &retriever,
             &self.analyzer,
@@ -428,21 +443,47 @@ impl Engine {
             self.options.fusion,
             pool,
         );
+        // What matches: a chunk holding a query word (or a close spelling of one), or, on the
+        // semantic side, one at least as close as the model's floor. The rest of the nearest
+        // neighbours (in a small collection, all of it) is not an answer: it is neither
+        // returned nor counted in `total` and the facets.
+        // (Without vector search every answer is lexical.)
+        #[cfg(feature = "vectors")]
+        let fused: Vec<fuse::Hit> = match mode {
+            Mode::Fulltext => fused,
+            _ => {
+                let floor = self.options.match_floor.unwrap_or_else(|| {
+                    header
+                        .embedding
+                        .as_ref()
+                        .map_or(0.0, |m| crate::embed::match_floor(&m.id))
+                });
+                fused
+                    .into_iter()
+                    .filter(|h| h.lexical > 0.0 || h.semantic >= floor)
+                    .collect()
+            }
+        };
         let facets = present::facets(&corpus, &fused);
         let capped = cap_per_document(&corpus, fused, plan.max_chunks_per_document);
         corpus.checkpoint()?;
         timings.retrieve_ms = ms(t.elapsed());
         let total = capped.len();
 
-        // Rerank, or fall back to the fused order.
+        // Rerank, or fall back to the fused order. Only a hybrid answer reranks, and only vector
+        // search gives one: the lexical build (the edge's, the browser's first) leaves it out.
+        #[cfg_attr(not(feature = "vectors"), allow(unused_mut))]
         let mut order: Vec<(usize, f32, Option<f32>)> = capped
             .iter()
             .enumerate()
             .map(|(i, h)| (i, h.score, None))
             .collect();
         // Feature rows, by position in `capped`, when the host asked for them.
+        #[cfg_attr(not(feature = "vectors"), allow(unused_mut))]
         let mut features: Vec<Vec<f32>> = Vec::new();
-        let mut fallback = None;
+        #[cfg_attr(not(feature = "vectors"), allow(unused_mut))]
+        let mut fallback: Option<rerank::Fallback> = None;
+        #[cfg(feature = "vectors")]
         if plan.rerank && !loading {
             let t = Instant::now();
             let pool_len = plan.candidate_limit.min(capped.len());
@@ -480,21 +521,28 @@ impl Engine {
             match scored {
                 Ok((probs, w)) => {
                     // The reranked pool comes first, ordered by the model (blended with the
-                    // fused score by `w`); candidates beyond it keep their fused order below
-                    // it. Scores keep that order visible: (0.5, 1] for reranked results,
-                    // [0, 0.5] for the rest.
+                    // fused score by `w`), and its score is that blend: the model's
+                    // probability of an answer when it decides alone. Candidates beyond the
+                    // pool keep their fused order below it, their fused scores scaled to stay
+                    // at or under the pool's lowest.
                     for (entry, p) in order.iter_mut().zip(&probs) {
-                        let blended = w * p + (1.0 - w) * entry.1.clamp(0.0, 1.0);
-                        entry.1 = 0.5 + 0.5 * blended.max(f32::MIN_POSITIVE);
+                        entry.1 = w * p + (1.0 - w) * entry.1.clamp(0.0, 1.0);
                         entry.2 = Some(*p);
-                    }
-                    for entry in order.iter_mut().skip(pool_len) {
-                        entry.1 = 0.5 * entry.1.clamp(0.0, 1.0);
                     }
                     order[..pool_len].sort_by(|a, b| {
                         b.1.total_cmp(&a.1)
                             .then(capped[a.0].chunk.cmp(&capped[b.0].chunk))
                     });
+                    let lowest = order[..pool_len].last().map_or(1.0, |e| e.1);
+                    let highest_rest = order.get(pool_len).map_or(0.0, |e| e.1.clamp(0.0, 1.0));
+                    let scale = if highest_rest > lowest {
+                        lowest / highest_rest
+                    } else {
+                        1.0
+                    };
+                    for entry in order.iter_mut().skip(pool_len) {
+                        entry.1 = entry.1.clamp(0.0, 1.0) * scale;
+                    }
                 }
                 Err(why) => {
                     if self.options.fallback_policy == FallbackPolicy::ErrorOnTotalFailure {
@@ -512,9 +560,16 @@ impl Engine {
             timings.rerank_ms = ms(t.elapsed());
         }
 
-        let results = order
+        let page = match plan.by_document {
+            false => order
+                .into_iter()
+                .skip(plan.offset)
+                .take(plan.limit)
+                .collect(),
+            true => documents_page(&corpus, &capped, order, plan.offset, plan.limit),
+        };
+        let results = page
             .into_iter()
-            .take(plan.limit)
             .map(|(i, score, rerank)| {
                 let mut r = present::result(
                     &corpus,
@@ -536,7 +591,10 @@ impl Engine {
         Ok(SearchResponse {
             query: plan.query,
             total,
-            applied_strategy: strategy(plan.mode, plan.rerank).to_owned(),
+            // The strategy that ran: a lexical answer to a semantic or hybrid request is
+            // `bm25_docs_only` (flagged with the reason); a rerank stage that fell back keeps
+            // its name, flagged with its reason, as the contract's fallback has always said.
+            applied_strategy: strategy(mode, plan.rerank && !loading).to_owned(),
             fallback_applied: loading || fallback.is_some(),
             degraded_reason: match lexical_fallback {
                 Some(f) => Some(f.reason().to_owned()),
@@ -579,30 +637,17 @@ impl Engine {
         Some(logits.into_iter().map(rerank::probability).collect())
     }
 
-    /// Without vector search there is never a query vector, so never a learned stage.
-    #[cfg(not(feature = "vectors"))]
-    fn learned_stage(
-        &self,
-        _: &retrieve::Retriever,
-        _: &str,
-        _: (&[String], &[QueryTerm]),
-        _: &[f32],
-        _: &[fuse::Hit],
-        _: &mut Vec<Vec<f32>>,
-    ) -> Option<Vec<f32>> {
-        None
-    }
-
-    fn embed_query(&self, query: &str, mode: Mode) -> Result<Vec<f32>> {
+    fn embed_query(&self, query: &str, mode: Mode, rerank: bool) -> Result<Vec<f32>> {
         if !self.has_vectors() {
             return Err(Error::HybridNotSupported {
                 mode: mode.as_str().to_owned(),
             });
         }
         let unavailable = |why: String| match mode {
-            // Fusion is the stage reranking builds on: without it the contract reports the
-            // reranking path as unavailable.
-            Mode::Hybrid => Error::RerankUnavailable {
+            // Fusion is the stage reranking builds on: without it a request that asked for
+            // reranking is told the reranking path is unavailable. Without reranking it is
+            // the semantic side that is missing, as for a semantic request.
+            Mode::Hybrid if rerank => Error::RerankUnavailable {
                 reason: "FusedStageUnavailable",
                 message: format!("the fused stage is unavailable: {why}"),
             },
@@ -622,6 +667,7 @@ impl Engine {
 }
 
 /// What the cross-encoder reads for a chunk: its breadcrumb, then its text.
+#[cfg(feature = "vectors")]
 fn rerank_passage(corpus: &Corpus, chunk: u32) -> String {
     crate::index::embedding_input(&corpus.chunk(chunk).section_path, corpus.text(chunk))
 }
@@ -638,6 +684,31 @@ fn cap_per_document(corpus: &Corpus, hits: Vec<fuse::Hit>, max: usize) -> Vec<fu
         .collect()
 }
 
+/// The entries of `order` whose document is among the `limit` documents after the first
+/// `offset` (documents ranked by their best entry).
+fn documents_page<T>(
+    corpus: &Corpus,
+    hits: &[fuse::Hit],
+    order: Vec<(usize, T, Option<f32>)>,
+    offset: usize,
+    limit: usize,
+) -> Vec<(usize, T, Option<f32>)> {
+    // Each document's rank, by the order of its best entry (0 = not seen yet).
+    let mut rank_of = vec![0u32; corpus.n_docs()];
+    let mut seen = 0u32;
+    order
+        .into_iter()
+        .filter(|(i, _, _)| {
+            let d = corpus.doc_of(hits[*i].chunk) as usize;
+            if rank_of[d] == 0 {
+                seen += 1;
+                rank_of[d] = seen;
+            }
+            (offset..offset + limit).contains(&(rank_of[d] as usize - 1))
+        })
+        .collect()
+}
+
 fn strategy(mode: Mode, rerank: bool) -> &'static str {
     match mode {
         Mode::Hybrid if rerank => response::STRATEGY_RERANK,
@@ -647,6 +718,6 @@ fn strategy(mode: Mode, rerank: bool) -> &'static str {
     }
 }
 
-fn ms(d: Duration) -> f64 {
+fn ms(d: web_time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }

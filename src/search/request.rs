@@ -18,6 +18,9 @@ pub const DEFAULT_LIMIT: usize = 10;
 pub const MAX_LIMIT: usize = 50;
 pub const DEFAULT_CANDIDATE_LIMIT: usize = 30;
 pub const MAX_CANDIDATE_LIMIT: usize = 100;
+/// Deepest `offset` accepted: paging stops well before a client could make the engine
+/// present an unbounded list.
+pub const MAX_OFFSET: usize = 10_000;
 pub const DEFAULT_MAX_CHUNKS_PER_DOCUMENT: usize = 3;
 pub const MAX_CHUNKS_PER_DOCUMENT: usize = 10;
 /// Ceiling on `maxCharsPerChunk`: longer than any chunk the builder writes.
@@ -57,6 +60,11 @@ pub struct SearchRequest {
     pub query: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
+    /// Results to skip (0-based, counted in results): with `limit` as the page size, page
+    /// `n` is `offset = n · limit`. The ranking does not depend on it, so consecutive pages
+    /// never repeat or skip a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,6 +90,11 @@ pub struct SearchRequest {
     pub workspace_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,
+    /// Counts `offset` and `limit` in documents instead of results (each document bringing
+    /// up to `maxChunksPerDocument` results): how `search_documents` pages. Not part of the
+    /// contract's JSON (a request naming it is refused as an unknown field).
+    #[serde(skip)]
+    pub by_document: bool,
 }
 
 /// Restrictions on which documents may match. Within a list any value matches (OR); the
@@ -208,6 +221,10 @@ pub struct Plan {
     /// Rerank requested (only hybrid requests rerank).
     pub rerank: bool,
     pub candidate_limit: usize,
+    /// The page: `limit` results (or documents) after `offset`.
+    pub offset: usize,
+    /// `offset` and `limit` count documents ([`SearchRequest::by_document`]).
+    pub by_document: bool,
     pub max_chunks_per_document: usize,
     pub include_context: bool,
     /// Results carry their text trimmed to this many characters.
@@ -267,6 +284,13 @@ pub fn validate(req: &SearchRequest, max_limit: usize) -> Result<Plan> {
         ));
     }
     let limit = in_range("limit", req.limit, DEFAULT_LIMIT, max_limit)?;
+    let offset = req.offset.unwrap_or(0);
+    if offset > MAX_OFFSET {
+        return Err(invalid(
+            "offset",
+            format!("must be 0..{MAX_OFFSET}, got {offset}"),
+        ));
+    }
     let candidate_limit = in_range(
         "candidateLimit",
         req.candidate_limit,
@@ -303,6 +327,8 @@ pub fn validate(req: &SearchRequest, max_limit: usize) -> Result<Plan> {
         mode,
         rerank: mode == Mode::Hybrid && req.rerank.unwrap_or(true),
         candidate_limit,
+        offset,
+        by_document: req.by_document,
         max_chunks_per_document,
         include_context: req.include_context.unwrap_or(true),
         max_chars_per_chunk,

@@ -38,22 +38,18 @@ enum Command {
 }
 
 #[derive(clap::Args)]
+// A later `--format` (or any option) replaces an earlier one, so a command line with a
+// default in front (the /search command file's `--format markdown`) takes the user's choice.
+#[command(args_override_self = true)]
 struct SearchArgs {
     /// The bundle file written by `index-builder build`.
     #[arg(long)]
     bundle: PathBuf,
     #[command(flatten)]
     model_args: ModelArgs,
-    /// Time the rerank stage may take per request, in milliseconds.
-    #[arg(long, default_value_t = EngineOptions::default().rerank_budget_ms)]
-    rerank_budget_ms: u64,
-    /// What a failed rerank stage does: return the fused order flagged fallbackApplied, or
-    /// answer DOCS_RERANKING_UNAVAILABLE.
-    #[arg(long, value_enum, default_value_t = PolicyArg::ReturnHybridCandidates)]
-    fallback_policy: PolicyArg,
     /// Batch mode: read one contract request per line on stdin, write one JSON response (or
     /// error object) per line on stdout, in order. Blank lines are skipped.
-    #[arg(long, conflicts_with_all = ["query", "limit", "mode", "format", "types", "date_from", "date_to", "source", "chunks", "max_chars_per_chunk"])]
+    #[arg(long, conflicts_with_all = ["query", "limit", "page", "offset", "mode", "format", "types", "date_from", "date_to", "source", "chunks", "max_chars_per_chunk"])]
     jsonl: bool,
     /// Ceiling on `limit` (the contract's 50); evaluation reads deeper rankings.
     #[arg(long, hide = true, default_value_t = EngineOptions::default().max_limit)]
@@ -66,12 +62,22 @@ struct SearchArgs {
     /// training data for prebuild/ranker.
     #[arg(long, hide = true)]
     explain_features: bool,
+    /// The cosine from which a semantic neighbour matches (default: the model's calibrated
+    /// floor); tests/bench/floors.py measures with 0.
+    #[arg(long, hide = true)]
+    match_floor: Option<f32>,
     /// Hybrid fusion method (weighted or rrf), for benchmark comparisons.
     #[arg(long, hide = true, default_value = "weighted")]
     fusion: Fusion,
     /// Number of documents (1..50).
     #[arg(long, short = 'l', default_value_t = documents::DEFAULT_LIMIT)]
     limit: u32,
+    /// Which page of --limit documents to show (1 = the best ones).
+    #[arg(long, short = 'p', default_value_t = 1)]
+    page: u32,
+    /// Skip this many documents first (instead of --page).
+    #[arg(long, conflicts_with = "page")]
+    offset: Option<u32>,
     /// Only these document types, comma-separated (md, txt, pdf, docx, xlsx, xls, ods).
     #[arg(long, short = 't', value_delimiter = ',')]
     types: Vec<String>,
@@ -84,8 +90,9 @@ struct SearchArgs {
     /// Only documents whose path starts with this prefix.
     #[arg(long)]
     source: Option<String>,
-    /// Show the text around each fragment (true/false).
-    #[arg(long, short = 'c', default_value_t = true, action = clap::ArgAction::Set)]
+    /// Show the text around each fragment: `-c`, `--context`, `--context=false`.
+    #[arg(long, short = 'c', default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
     context: bool,
     /// Fragments per document (1..10).
     #[arg(long, short = 'k', default_value_t = documents::DEFAULT_MAX_CHUNKS)]
@@ -111,7 +118,7 @@ struct SearchArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum PolicyArg {
+pub(crate) enum PolicyArg {
     ReturnHybridCandidates,
     ErrorOnTotalFailure,
 }
@@ -177,6 +184,27 @@ pub(crate) struct ModelArgs {
     /// No rerank stage at all: reranked requests fall back to the fused order.
     #[arg(long, conflicts_with = "reranker")]
     pub no_reranker: bool,
+    /// Time the rerank stage may take per request, in milliseconds.
+    #[arg(long, default_value_t = EngineOptions::default().rerank_budget_ms)]
+    pub rerank_budget_ms: u64,
+    /// What a failed rerank stage does: return the fused order flagged fallbackApplied, or
+    /// answer DOCS_RERANKING_UNAVAILABLE.
+    #[arg(long, value_enum, default_value_t = PolicyArg::ReturnHybridCandidates)]
+    pub fallback_policy: PolicyArg,
+}
+
+impl ModelArgs {
+    /// The engine settings these flags choose.
+    pub(crate) fn engine_options(&self) -> EngineOptions {
+        EngineOptions {
+            rerank_budget_ms: self.rerank_budget_ms,
+            fallback_policy: match self.fallback_policy {
+                PolicyArg::ReturnHybridCandidates => FallbackPolicy::ReturnHybridCandidates,
+                PolicyArg::ErrorOnTotalFailure => FallbackPolicy::ErrorOnTotalFailure,
+            },
+            ..EngineOptions::default()
+        }
+    }
 }
 
 /// Installs the second stage `flags` ask for on `engine`: a cross-encoder (`--reranker`,
@@ -264,16 +292,12 @@ fn search(args: SearchArgs) -> Result<()> {
     let mut engine = Engine::from_bundle(&bytes, models.as_ref())
         .with_context(|| format!("cannot load {}", args.bundle.display()))?
         .with_options(EngineOptions {
-            rerank_budget_ms: args.rerank_budget_ms,
-            fallback_policy: match args.fallback_policy {
-                PolicyArg::ReturnHybridCandidates => FallbackPolicy::ReturnHybridCandidates,
-                PolicyArg::ErrorOnTotalFailure => FallbackPolicy::ErrorOnTotalFailure,
-            },
             max_limit: args.max_limit,
             fusion: args.fusion,
             rerank_weight: args.rerank_weight,
             explain_features: args.explain_features,
-            ..EngineOptions::default()
+            match_floor: args.match_floor,
+            ..args.model_args.engine_options()
         });
     // Only hybrid requests rerank; a single fulltext/semantic query skips loading a model.
     let wants_reranker = args.jsonl || mode == Mode::Hybrid;
@@ -289,6 +313,7 @@ fn search(args: SearchArgs) -> Result<()> {
     // The /search options are search_documents' arguments, checked the same way.
     let mut request = DocumentsRequest::new(args.query.join(" "));
     request.limit = args.limit;
+    request.page = args.page;
     request.document_types = args
         .types
         .iter()
@@ -306,6 +331,9 @@ fn search(args: SearchArgs) -> Result<()> {
     let answer = DocumentsRequest::from_value(&serde_json::to_value(&request)?).and_then(|req| {
         let mut contract = req.to_search_request();
         contract.max_chars_per_chunk = args.max_chars_per_chunk.map(|n| n as usize);
+        if let Some(skip) = args.offset {
+            contract.offset = Some(skip as usize);
+        }
         engine
             .search_guarded(&contract)
             .map(|r| (req, r))
@@ -319,12 +347,14 @@ fn search(args: SearchArgs) -> Result<()> {
         (Ok((req, response)), Format::Text) => render::text(
             &mut out,
             &response,
-            req.limit as usize,
+            &page_of(&req, args.offset),
             std::io::stdout().is_terminal(),
         )?,
-        (Ok((req, response)), Format::Markdown) => {
-            write!(out, "{}", render::markdown(&response, req.limit as usize))?
-        }
+        (Ok((req, response)), Format::Markdown) => write!(
+            out,
+            "{}",
+            render::markdown(&response, &page_of(&req, args.offset))
+        )?,
         (Err(e), Format::Json) => {
             serde_json::to_writer_pretty(&mut out, &e)?;
             writeln!(out)?;
@@ -335,6 +365,14 @@ fn search(args: SearchArgs) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// Which documents of the ranking a `search` answer shows.
+fn page_of(req: &DocumentsRequest, offset: Option<u32>) -> render::Page {
+    render::Page::documents(
+        offset.map_or((req.page as usize - 1) * req.limit as usize, |o| o as usize),
+        req.limit as usize,
+    )
 }
 
 /// Longest request line `--jsonl` reads; a longer one is answered INVALID_REQUEST.

@@ -120,7 +120,8 @@ fn load(path: &Path, flags: &ModelArgs) -> Collection {
             None
         };
         let mut engine = Engine::from_bundle(&bytes, model_files.as_ref())
-            .map_err(|e| ErrorResponse::from(&e))?;
+            .map_err(|e| ErrorResponse::from(&e))?
+            .with_options(flags.engine_options());
         if header.flags.hybrid {
             engine = second_stage(engine, flags).map_err(|e| ErrorResponse {
                 error_code: ErrorCode::DocsRerankingUnavailable,
@@ -356,7 +357,7 @@ impl DocsServer {
         match answer {
             Ok(r) => Outcome {
                 structured: serde_json::to_value(&r).unwrap_or(Value::Null),
-                text: render::markdown(&r, usize::MAX),
+                text: render::markdown(&r, &render::Page::results(&r, args)),
                 is_error: false,
                 results: Some(r.results.len()),
                 error_code: None,
@@ -421,7 +422,13 @@ impl DocsServer {
                 Outcome {
                     results: Some(shaped.results.len()),
                     structured: serde_json::to_value(&shaped).unwrap_or(Value::Null),
-                    text: render::markdown(&r, req.limit as usize),
+                    text: render::markdown(
+                        &r,
+                        &render::Page::documents(
+                            (req.page as usize - 1) * req.limit as usize,
+                            req.limit as usize,
+                        ),
+                    ),
                     is_error: false,
                     error_code: None,
                 }

@@ -7,7 +7,68 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use docloupe::search::documents::{marked, marked_with};
+use docloupe::search::ContextChunk;
 use docloupe::{SearchResponse, SearchResult};
+
+/// Which part of the ranking an answer shows, for its header line.
+pub struct Page {
+    /// Documents (or, for a contract request, results) ranked before this page.
+    offset: usize,
+    /// At most this many documents are shown.
+    limit: usize,
+    /// `offset` counts results (`search_docs`' contract `offset`), not documents.
+    in_results: bool,
+    /// Results in the whole ranking (the contract's `total`), when `offset` counts results.
+    total_results: usize,
+}
+
+impl Page {
+    /// `limit` documents after the first `offset` (`search`, `search_documents`).
+    pub fn documents(offset: usize, limit: usize) -> Page {
+        Page {
+            offset,
+            limit,
+            in_results: false,
+            total_results: 0,
+        }
+    }
+
+    /// The page of results a contract request asked for (`search_docs`).
+    pub fn results(r: &SearchResponse, request: &serde_json::Value) -> Page {
+        Page {
+            offset: request
+                .get("offset")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0) as usize,
+            limit: usize::MAX,
+            in_results: true,
+            total_results: r.total,
+        }
+    }
+
+    /// "3 of 12 documents", "documents 11–20 of 34", "document 7 of 7", "results 51–60 of
+    /// 120 (34 documents)".
+    fn header(&self, r: &SearchResponse, shown: usize) -> String {
+        let documents: usize = r.facets.document_types.values().sum();
+        match (self.offset, self.in_results) {
+            (0, _) => format!("{shown} of {documents} documents"),
+            (_, false) if shown == 0 => {
+                format!("no documents after {} of {documents}", self.offset)
+            }
+            (o, false) if shown == 1 => format!("document {} of {documents}", o + 1),
+            (o, false) => format!("documents {}–{} of {documents}", o + 1, o + shown),
+            (_, true) if r.results.is_empty() => {
+                format!("no results after {} of {}", self.offset, self.total_results)
+            }
+            (o, true) => format!(
+                "results {}–{} of {} ({documents} documents)",
+                o + 1,
+                o + r.results.len(),
+                self.total_results
+            ),
+        }
+    }
+}
 
 /// Results grouped by document, in the order of each document's best result; at most
 /// `max_docs` documents.
@@ -100,7 +161,7 @@ fn scores(r: &SearchResponse, res: &SearchResult) -> String {
 pub fn text(
     out: &mut impl Write,
     r: &SearchResponse,
-    max_docs: usize,
+    page: &Page,
     color: bool,
 ) -> std::io::Result<()> {
     let (bold, dim, hl, reset) = if color {
@@ -108,12 +169,11 @@ pub fn text(
     } else {
         ("", "", "", "")
     };
-    let groups = by_document(r, max_docs);
-    let documents: usize = r.facets.document_types.values().sum();
+    let groups = by_document(r, page.limit);
     writeln!(
         out,
-        "{dim}{} of {documents} documents for {:?} ({}, {:.0} ms){reset}",
-        groups.len(),
+        "{dim}{} for {:?} ({}, {:.0} ms){reset}",
+        page.header(r, groups.len()),
         r.query,
         strategy(r),
         r.timings.total_ms
@@ -132,7 +192,7 @@ pub fn text(
         writeln!(
             out,
             "{bold}{}. {}{reset}  {dim}{} · {}{date}{reset}",
-            i + 1,
+            page.first_number() + i,
             first.title,
             first.document_path,
             first.document_type
@@ -140,23 +200,67 @@ pub fn text(
         for res in hits {
             writeln!(out, "   {bold}{}{reset}", res.section_path.join(" › "))?;
             writeln!(out, "   {dim}{}  {}{reset}", location(res), scores(r, res))?;
+            let (before, after) = neighbours(res);
+            for ctx in before {
+                writeln!(out, "   {dim}… {}{reset}", context_line(ctx))?;
+            }
             match &res.text {
                 // Asked for with --max-chars-per-chunk: the text to quote, as it is.
                 Some(text) => writeln!(out, "   {text}")?,
                 None => writeln!(out, "   {}", marked(res, hl, reset))?,
+            }
+            for ctx in after {
+                writeln!(out, "   {dim}… {}{reset}", context_line(ctx))?;
             }
         }
     }
     Ok(())
 }
 
+impl Page {
+    /// The number the page's first document is listed under (1 on the first page).
+    fn first_number(&self) -> usize {
+        if self.in_results {
+            1
+        } else {
+            self.offset + 1
+        }
+    }
+}
+
+/// A result's context chunks (asked for with `includeContext` / `--context`): those before
+/// it and those after it.
+fn neighbours(res: &SearchResult) -> (Vec<&ContextChunk>, Vec<&ContextChunk>) {
+    let all = res.context.iter().flatten();
+    all.partition(|c| c.position == "before")
+}
+
+/// Longest piece of a context chunk the text and markdown outputs show (characters).
+const CONTEXT_CHARS: usize = 300;
+
+/// A context chunk on one line, its location first, cut at a word near [`CONTEXT_CHARS`].
+fn context_line(c: &ContextChunk) -> String {
+    let flat = c.text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut = if flat.chars().count() > CONTEXT_CHARS {
+        let head: String = flat.chars().take(CONTEXT_CHARS).collect();
+        let at = head.rfind(' ').unwrap_or(head.len());
+        format!("{}…", &head[..at])
+    } else {
+        flat
+    };
+    let place = match c.page_start {
+        Some(p) => format!("p. {p}"),
+        None => format!("line {}", c.line_start),
+    };
+    format!("({} {place}) {cut}", c.position)
+}
+
 /// Markdown: pastes cleanly into a chat or an issue. Links are relative to the collection.
-pub fn markdown(r: &SearchResponse, max_docs: usize) -> String {
-    let groups = by_document(r, max_docs);
-    let documents: usize = r.facets.document_types.values().sum();
+pub fn markdown(r: &SearchResponse, page: &Page) -> String {
+    let groups = by_document(r, page.limit);
     let mut md = format!(
-        "**{} of {documents} documents** for “{}” · {} · {:.0} ms\n",
-        groups.len(),
+        "**{}** for “{}” · {} · {:.0} ms\n",
+        page.header(r, groups.len()),
         escape(&r.query),
         strategy(r),
         r.timings.total_ms
@@ -174,12 +278,14 @@ pub fn markdown(r: &SearchResponse, max_docs: usize) -> String {
         let date = date_suffix(first);
         md.push_str(&format!(
             "\n{}. **{}** — `{}` · {}{date}\n",
-            i + 1,
+            page.first_number() + i,
             escape(&first.title),
             first.document_path,
             first.document_type
         ));
         for res in hits {
+            let (before, after) = neighbours(res);
+            let quote = |c: &ContextChunk| format!("     > *{}*\n", escape(&context_line(c)));
             // The citation stays outside the code span, as pandoc reads `[@key, p. 12]`.
             md.push_str(&format!(
                 "   - *{}* — `{}`{} · {}\n     > {}\n",
@@ -193,6 +299,12 @@ pub fn markdown(r: &SearchResponse, max_docs: usize) -> String {
                 }
                 .replace('\n', " ")
             ));
+            if !before.is_empty() || !after.is_empty() {
+                // Context below the fragment, in reading order, marked before/after.
+                for c in before.into_iter().chain(after) {
+                    md.push_str(&quote(c));
+                }
+            }
         }
     }
     if groups.is_empty() {
