@@ -13,12 +13,14 @@
 // highlighted from offsets (text is only ever inserted as text); arrows, Enter, Esc; chips to
 // filter by document type and a date range, with facet counts; "why" shows the ranking
 // signals; recent searches (localStorage); the contract's suggestions ("did you mean");
-// a status line that says what the engine can do yet (e.g. models still loading).
+// a status line that says what the engine can do yet (e.g. models still loading); "More
+// results" at the end of the list fetches the next page (the contract's `offset`) and adds it.
 // ARIA: combobox (the input) + listbox (the results), options grouped per document.
 
 const DEBOUNCE_MS = 120;
 const RECENT_KEY = 'docloupe-search:recent';
 const RECENT_MAX = 8;
+/** Results per page (the `page-size` attribute or `pageSize` option changes it, 1..50). */
 const LIMIT = 20;
 
 /** Engines per configuration, shared by every element on the page. */
@@ -163,7 +165,9 @@ export class DocloupeSearch extends HTMLElement {
   #results = []; // flat, in display order: what the arrows move through
   #active = -1;
   #filters = { types: new Set(), from: '', to: '' };
-  #last = null; // the response on screen
+  #last = null; // the response on screen (all its pages so far)
+  #lastRequest = null; // the request that answered it (first page)
+  #facets = null; // the filter counts on screen
   #why = false;
   connected = false;
 
@@ -201,7 +205,13 @@ export class DocloupeSearch extends HTMLElement {
       ...(attr('models') ? { models: attr('models') } : {}),
       ...(attr('kernels') ? { kernels: attr('kernels') } : {}),
       ...(attr('root') ? { root: attr('root') } : {}),
+      ...(attr('page-size') ? { pageSize: attr('page-size') } : {}),
     };
+  }
+
+  get #pageSize() {
+    const n = Number(this.#options.pageSize ?? LIMIT);
+    return Number.isInteger(n) && n >= 1 && n <= 50 ? n : LIMIT;
   }
 
   #start() {
@@ -289,6 +299,7 @@ export class DocloupeSearch extends HTMLElement {
       if (opt) this.#go(Number(opt.dataset.index));
       const pick = e.target.closest('[data-query]');
       if (pick) this.#setQuery(pick.dataset.query);
+      if (e.target.closest('[data-more]')) this.#more();
     });
     const close = el('button', { type: 'button', className: 'dls-close', text: 'Esc', 'aria-label': 'Esc: close the search' });
     close.addEventListener('click', () => this.close());
@@ -321,7 +332,7 @@ export class DocloupeSearch extends HTMLElement {
     if (this.#filters.types.size) filters.documentTypes = [...this.#filters.types];
     if (this.#filters.from) filters.dateFrom = this.#filters.from;
     if (this.#filters.to) filters.dateTo = this.#filters.to;
-    const req = { query: this.$input.value.trim(), limit: LIMIT, mode, includeContext: false };
+    const req = { query: this.$input.value.trim(), limit: this.#pageSize, mode, includeContext: false };
     if (Object.keys(filters).length) req.filters = filters;
     return req;
   }
@@ -333,19 +344,49 @@ export class DocloupeSearch extends HTMLElement {
     if (!engine || seq !== this.#seq) return;
     const semantic = this.#status?.semanticReady && this.#status?.phase === 'ready';
     if (fulltextFirst || !semantic) {
-      const [r, facets] = await this.#answer(engine, this.#request('fulltext'));
+      const req = this.#request('fulltext');
+      const [r, facets] = await this.#answer(engine, req);
       if (seq !== this.#seq) return;
+      this.#lastRequest = req;
       this.#paint(r, false, facets);
     }
     if (semantic) {
-      // The reranker reads 20 candidates: ~0.5 s in a browser, which is what a reader waits
-      // for the better order while the fulltext answer is already on screen.
-      const [r, facets] = await this.#answer(engine, { ...this.#request('hybrid'), rerank: true, candidateLimit: LIMIT });
+      // The second stage reads 20 candidates (whatever the page size, so that pages never
+      // change the ranking) while the fulltext answer is already on screen.
+      const req = { ...this.#request('hybrid'), rerank: true, candidateLimit: LIMIT };
+      const [r, facets] = await this.#answer(engine, req);
       if (seq !== this.#seq) return;
       // A failed hybrid keeps the fulltext answer on screen; its error goes to the status line.
       if (r.errorCode && this.#last && !this.#last.errorCode) this.#showStatus(`Showing keyword results: ${r.message}`, 'warn');
-      else this.#paint(r, true, facets);
+      else {
+        this.#lastRequest = req;
+        this.#paint(r, true, facets);
+      }
     }
+  }
+
+  /**
+   * "More results": the next page of the request on screen (`offset` = what is shown), added
+   * below it, the selection kept. Pages of one request never repeat or skip a result; a new
+   * query or a better answer arriving meanwhile drops this one.
+   */
+  async #more() {
+    const seq = this.#seq;
+    const shown = this.#last;
+    const engine = await this.#engine;
+    if (!engine || !shown || shown.errorCode || !this.#lastRequest) return;
+    const r = await engine.search({ ...this.#lastRequest, offset: shown.results.length });
+    if (seq !== this.#seq || shown !== this.#last) return;
+    if (r.errorCode) {
+      this.#showStatus(`No more results: ${r.message}`, 'warn');
+      return;
+    }
+    const seen = new Set(shown.results.map((x) => x.chunkId));
+    const results = [...shown.results, ...r.results.filter((x) => !seen.has(x.chunkId))];
+    this.#paint({ ...shown, results }, true, this.#facets);
+    // The first new result, for the keyboard (and the reader's eye).
+    const first = this.#results.findIndex((x) => x.chunkId === r.results[0]?.chunkId);
+    if (first >= 0) this.#select(first);
   }
 
   /**
@@ -383,6 +424,7 @@ export class DocloupeSearch extends HTMLElement {
     // Which query the list answers (as typing goes, each keystroke's answer replaces the last
     // one's; a script or a test can tell the final answer by this).
     this.$list.dataset.answered = r.query ?? '';
+    this.$list.dataset.strategy = r.appliedStrategy ?? '';
     if (r.errorCode) {
       this.#results = [];
       this.#active = -1;
@@ -391,7 +433,8 @@ export class DocloupeSearch extends HTMLElement {
       this.$input.setAttribute('aria-expanded', 'false');
       return;
     }
-    this.#paintFilters(facets ?? r.facets);
+    this.#facets = facets ?? r.facets;
+    this.#paintFilters(this.#facets);
     const groups = new Map();
     for (const res of r.results) {
       if (!groups.has(res.documentPath)) groups.set(res.documentPath, []);
@@ -415,6 +458,9 @@ export class DocloupeSearch extends HTMLElement {
       : [];
     if (!r.results.length) nodes.push(el('p', { className: 'dls-empty', text: `No results for “${r.query}”.` }), ...hint);
     else nodes.unshift(...hint);
+    if (r.results.length < r.total) {
+      nodes.push(el('button', { type: 'button', className: 'dls-more', 'data-more': '', text: `More results (${r.results.length} of ${r.total} shown)` }));
+    }
     // A new answer replaces a failed one's message; what the engine can do still stands.
     if (this.$status.dataset.kind === 'warn' && this.#status?.phase !== 'failed') this.#showState();
     this.$list.replaceChildren(...nodes);

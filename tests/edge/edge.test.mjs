@@ -138,11 +138,13 @@ test('hybrid and semantic are answered lexically, flagged models_unavailable', a
     const body = await r.json();
     assert.equal(body.fallbackApplied, true);
     assert.equal(body.degradedReason, 'models_unavailable');
+    // What ran was the lexical ranking, and the strategy says so (issue 25 #5).
+    assert.equal(body.appliedStrategy, 'bm25_docs_only');
     assert.deepEqual(body.results, fulltext.results);
   }
 });
 
-test('GET with q, limit, mode and type answers the same contract', async () => {
+test('GET with q, limit, offset, mode and type answers the same contract', async () => {
   const r = await fetch(`${main.url}${QUERY}?q=${encodeURIComponent('cache size')}&limit=2&mode=fulltext&type=md`);
   assert.equal(r.status, 200);
   const body = await r.json();
@@ -152,6 +154,15 @@ test('GET with q, limit, mode and type answers the same contract', async () => {
   const bad = await expectError(await fetch(`${main.url}${QUERY}?q=x&limit=many`), 400, 'INVALID_REQUEST');
   assert.equal(bad.details.field, 'limit');
   await expectError(await fetch(`${main.url}${QUERY}?q=x&limit=51`), 400, 'INVALID_REQUEST');
+  // Paging (issue 25 #2): offset counts results; two pages of 2 are the first 4 in order.
+  const get = async (qs) => (await fetch(`${main.url}${QUERY}?q=${encodeURIComponent('cache size')}&mode=fulltext&${qs}`)).json();
+  const four = await get('limit=4');
+  assert.ok(four.results.length === 4 && four.total >= 4, `${four.total} results`);
+  const pages = [...(await get('limit=2')).results, ...(await get('limit=2&offset=2')).results];
+  assert.deepEqual(pages.map((x) => x.chunkId), four.results.map((x) => x.chunkId));
+  assert.equal((await get('limit=2&offset=2')).total, four.total);
+  const past = await expectError(await fetch(`${main.url}${QUERY}?q=x&offset=-1`), 400, 'INVALID_REQUEST');
+  assert.equal(past.details.field, 'offset');
 });
 
 test('400: malformed JSON, wrong or missing content type, bodies over the limit, bad fields, empty query', async () => {

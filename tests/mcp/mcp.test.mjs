@@ -63,8 +63,9 @@ test('initialize, list tools: both tools, search_documents with exactly the spec
   assert.deepEqual(tools.map((t) => t.name).sort(), ['search_docs', 'search_documents']);
   const schema = tools.find((t) => t.name === 'search_documents').inputSchema;
   assert.deepEqual(Object.keys(schema.properties).sort(), [
-    'date_range', 'document_types', 'include_context', 'limit', 'max_chunks', 'project', 'query', 'search_mode', 'source_filter',
+    'date_range', 'document_types', 'include_context', 'limit', 'max_chunks', 'page', 'project', 'query', 'search_mode', 'source_filter',
   ]);
+  assert.deepEqual([schema.properties.page.type, schema.properties.page.minimum, schema.properties.page.default], ['integer', 1, 1]);
   assert.equal(schema.properties.project.type, 'string');
   assert.deepEqual(schema.required, ['query']);
   assert.equal(schema.additionalProperties, false);
@@ -117,6 +118,42 @@ test('search_documents: results grouped per document, in the specified shape', a
   assert.ok(dated.structuredContent.results.every((d) => d.updated_at?.startsWith('2024-03')), JSON.stringify(dated.structuredContent));
   const none = await call(client, 'search_documents', { query: 'cache', document_types: ['pdf'] });
   assert.equal(none.structuredContent.results.length, 0);
+});
+
+test('paging (issue 25): search_documents pages by document, search_docs by offset; neither repeats or skips', async () => {
+  const client = await connect(['--bundle', BUNDLE]);
+  const ids = async (args) => {
+    const r = await call(client, 'search_documents', { query: 'cache', ...args });
+    assert.notEqual(r.isError, true, JSON.stringify(r));
+    return [r.structuredContent.results.map((d) => d.id), r.content[0].text];
+  };
+  const [three] = await ids({ limit: 3 });
+  assert.equal(three.length, 3);
+  const paged = [];
+  for (const page of [1, 2, 3]) {
+    const [one, text] = await ids({ limit: 1, page });
+    paged.push(...one);
+    if (page === 2) assert.match(text, /^\*\*document 2 of \d+\*\*/);
+  }
+  assert.deepEqual(paged, three);
+  const bad = await call(client, 'search_documents', { query: 'cache', page: 0 });
+  assert.equal(bad.structuredContent.error.details.field, 'page');
+  const contract = async (extra) => (await call(client, 'search_docs', { query: 'cache size', mode: 'fulltext', ...extra })).structuredContent;
+  const four = await contract({ limit: 4 });
+  const halves = [...(await contract({ limit: 2 })).results, ...(await contract({ limit: 2, offset: 2 })).results];
+  assert.deepEqual(halves.map((x) => x.chunkId), four.results.map((x) => x.chunkId));
+});
+
+test('--fallback-policy and --rerank-budget-ms reach the engine (issue 25)', async () => {
+  const strict = await connect(['--bundle', BUNDLE, '--no-reranker', '--fallback-policy', 'error-on-total-failure']);
+  const r = await call(strict, 'search_docs', { query: 'cache size' });
+  assert.equal(r.isError, true);
+  assert.equal(r.structuredContent.errorCode, 'DOCS_RERANKING_UNAVAILABLE');
+  // A cross-encoder given no time: the fused order, flagged with the reason.
+  const hurried = await connect(['--bundle', BUNDLE, '--reranker', path.join(ROOT, 'prebuild/reranker/model'), '--rerank-budget-ms', '0']);
+  const fused = (await call(hurried, 'search_docs', { query: 'cache size' })).structuredContent;
+  assert.equal(fused.fallbackApplied, true, JSON.stringify(fused));
+  assert.equal(fused.degradedReason, 'rerank_budget_exceeded');
 });
 
 test('search_docs: the contract in, the contract out', async () => {

@@ -283,6 +283,39 @@ test('the hybrid answer replaces the fulltext one when the models are in, keepin
   await context.close();
 });
 
+test('"More results" adds the next page below: nothing repeated or skipped, the same as one longer page', async () => {
+  const listed = (page) => options(page).evaluateAll((o) => o.map((x) => `${x.querySelector('.dls-crumb').textContent} | ${x.querySelector('.dls-snippet').textContent}`));
+  // A box whose pages hold `size` results, with the hybrid (reranked) answer to `query` on screen.
+  const open = async (size, query) => {
+    const v = await visit('/');
+    await v.page.evaluate((n) => document.querySelector('docloupe-search').setAttribute('page-size', n), String(size));
+    await v.page.keyboard.press('Control+k');
+    await v.page.waitForFunction(() => document.querySelector('.dls-status')?.textContent !== 'Loading the search…');
+    await search(v.page, query);
+    await modelsReady(v.page);
+    await v.page.waitForFunction(() => document.querySelector('[role="listbox"]')?.dataset.strategy === 'bm25_plus_vector_rerank_docs_only');
+    return v;
+  };
+  const { context, page, check } = await open(2, 'cache');
+  assert.equal(await options(page).count(), 2);
+  const more = page.locator('.dls-more');
+  assert.match(await more.textContent(), /^More results \(2 of \d+ shown\)$/);
+  for (const n of [4, 6]) {
+    await more.click();
+    await page.waitForFunction((k) => document.querySelectorAll('[role="option"]').length === k, n);
+    assert.equal(await selected(page).count(), 1, 'a result stays selected');
+  }
+  const paged = await listed(page);
+  await shot(page, 'more-results');
+  await check();
+  await context.close();
+  const one = await open(6, 'cache');
+  assert.deepEqual(paged, await listed(one.page), 'three pages of 2 are the page of 6');
+  assert.equal(new Set(paged).size, paged.length, 'no result twice');
+  await one.check();
+  await one.context.close();
+});
+
 test('filter chips narrow by document type and date, with counts', async () => {
   const { context, page, check } = await visit('/');
   await search(page, 'harbor windows');

@@ -138,6 +138,7 @@ async function readSearchRequest(request, url, cfg) {
     // Numbers stay what they were typed as when they are not numbers, so the engine names the field.
     const num = (v) => (/^-?\d+$/.test(v) ? Number(v) : v);
     if (p.has('limit')) req.limit = num(p.get('limit'));
+    if (p.has('offset')) req.offset = num(p.get('offset'));
     if (p.has('mode')) req.mode = p.get('mode');
     if (p.has('type')) req.filters = { documentTypes: p.getAll('type') };
     return { text: JSON.stringify(req) };
