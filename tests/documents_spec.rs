@@ -3,6 +3,7 @@
 //! two documents with chunks of their own.
 
 mod common;
+mod formats;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -322,4 +323,87 @@ fn one_file_builds_and_convert_shows_the_builds_chunks() {
         .unwrap();
     assert!(!failed.status.success());
     assert!(String::from_utf8_lossy(&failed.stderr).contains("notes.rtf"));
+}
+
+/// Issue 25 #1: every format is dated from the document itself (PDF info dates, DOCX core
+/// properties, front matter `date` and `updated`), `created_at` and `updated_at` differ where
+/// the document has both, `file_size` is the file's bytes, date filters find PDFs and Word
+/// files, and the facets count what has no date.
+#[test]
+fn documents_are_dated_from_their_own_metadata_and_sized() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let pdf = formats::pdf_dated(
+        &formats::pdf(
+            &[&[
+                &["Harbor survey"],
+                &["The harbor survey of the north pier."],
+            ]],
+            &[],
+            Some("Harbor survey"),
+        ),
+        "D:20230115093000+01'00'",
+        "D:20240220",
+    );
+    let docx = formats::docx_dated(
+        &[
+            ("Title", "Harbor budget"),
+            ("", "The harbor budget for dredging."),
+        ],
+        &[],
+        Some(("2022-05-01T08:00:00Z", "2024-02-10T12:00:00Z")),
+    );
+    let epoch = formats::docx(&[("", "A harbor memo with no real date.")], &[]);
+    let files: [(&str, &[u8]); 5] = [
+        ("survey.pdf", &pdf),
+        ("budget.docx", &docx),
+        ("memo.docx", &epoch),
+        ("notes.txt", b"Harbor notes without any date.\n"),
+        (
+            "page.md",
+            b"---\ndate: 2020-01-01\nupdated: 2024-03-01\n---\n# Harbor page\n\nThe harbor page.\n",
+        ),
+    ];
+    for (name, bytes) in files {
+        std::fs::write(docs.join(name), bytes).unwrap();
+    }
+    let out = dir.path().join("dated.bundle");
+    common::build(&docs, &out, &["--no-embeddings"]);
+    let e = Engine::lexical(&std::fs::read(&out).unwrap()).unwrap();
+    let all = documents(
+        &e,
+        json!({"query": "harbor", "search_mode": "fulltext", "limit": 10}),
+    );
+    let by_id = |id: &str| all.results.iter().find(|d| d.id == id).unwrap();
+    let dates = |id: &str| {
+        let d = by_id(id);
+        (d.created_at.as_deref(), d.updated_at.as_deref())
+    };
+    assert_eq!(
+        dates("survey.pdf"),
+        (Some("2023-01-15"), Some("2024-02-20"))
+    );
+    assert_eq!(
+        dates("budget.docx"),
+        (Some("2022-05-01"), Some("2024-02-10"))
+    );
+    assert_eq!(dates("page.md"), (Some("2020-01-01"), Some("2024-03-01")));
+    // The Unix epoch is what writers put for "no date"; a text file has none of its own.
+    assert_eq!(dates("memo.docx"), (None, None));
+    assert_eq!(dates("notes.txt"), (None, None));
+    for (name, bytes) in files {
+        assert_eq!(by_id(name).file_size, Some(bytes.len() as u64), "{name}");
+    }
+    assert_eq!(all.facets.undated, 2);
+    assert_eq!(all.facets.date_distribution.get("2024-02"), Some(&2));
+    let february = documents(
+        &e,
+        json!({"query": "harbor", "search_mode": "fulltext",
+               "date_range": {"from": "2024-02-01", "to": "2024-02-29"}}),
+    );
+    let mut ids = ids(&february);
+    ids.sort();
+    assert_eq!(ids, ["budget.docx", "survey.pdf"]);
+    assert_eq!(february.facets.undated, 0);
 }

@@ -8,8 +8,9 @@
 //! with `--model` (all-MiniLM-L6-v2 int8), `--project docloupe/fixtures` and `--references`
 //! holding two CSL-JSON entries: `smith2020` (article, Smith, Ada, 2020, DOI
 //! 10.1000/edge.2020, keyword caching, collection Thesis) and `caching` (webpage "Caching
-//! guide", URL https://example.org/caching). Never regenerate them — add new files for a new
-//! format version instead.
+//! guide", URL https://example.org/caching). `v3-fulltext.bundle` was written by format
+//! version 3 from `tests/fixtures/docs` with `--no-embeddings --project docloupe/fixtures`.
+//! Never regenerate them — add new files for a new format version instead.
 
 use docloupe::bundle::{self, FORMAT_VERSION};
 use docloupe::{Engine, Mode, SearchRequest};
@@ -19,6 +20,8 @@ const V1: &[u8] = include_bytes!("fixtures/bundles/v1-fulltext.bundle");
 const V1_HYBRID: &[u8] = include_bytes!("fixtures/bundles/v1-hybrid.bundle");
 /// Format 2: a PDF with page spans and two documents with citations.
 const V2_MIXED: &[u8] = include_bytes!("fixtures/bundles/v2-mixed.bundle");
+/// Format 3: documents with their creation date and file size.
+const V3: &[u8] = include_bytes!("fixtures/bundles/v3-fulltext.bundle");
 
 #[test]
 fn a_frozen_v1_bundle_still_loads_and_answers() {
@@ -49,7 +52,7 @@ fn a_v1_bundle_reads_as_the_current_model_without_pages_or_citations() {
     let b = bundle::decode(V1_HYBRID).unwrap();
     assert!(b.docs.chunks.iter().all(|c| c.page_span.is_none()));
     assert!(b.docs.documents.iter().all(|d| d.citation.is_none()));
-    // Re-encoded, it is a format-2 bundle that decodes to the same content.
+    // Re-encoded, it is a current-format bundle that decodes to the same content.
     let again = bundle::decode(&bundle::encode(&b).unwrap()).unwrap();
     assert_eq!(again.docs, b.docs);
     assert_eq!(again.text, b.text);
@@ -78,13 +81,40 @@ fn a_frozen_v2_bundle_still_loads_and_answers_with_pages_and_citations() {
 }
 
 #[test]
+fn a_v2_bundle_reads_without_creation_dates_or_sizes() {
+    let b = bundle::decode(V2_MIXED).unwrap();
+    assert!(b
+        .docs
+        .documents
+        .iter()
+        .all(|d| d.created.is_none() && d.file_size.is_none()));
+    assert!(b.docs.documents.iter().any(|d| d.citation.is_some()));
+}
+
+#[test]
+fn a_frozen_v3_bundle_loads_with_dates_and_sizes() {
+    let b = bundle::decode(V3).unwrap();
+    let caching = b
+        .docs
+        .documents
+        .iter()
+        .find(|d| d.path == "en/caching.md")
+        .unwrap();
+    assert_eq!(caching.date.as_deref(), Some("2024-03-05"));
+    assert_eq!(caching.created.as_deref(), Some("2024-03-05"));
+    let size = std::fs::metadata(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/docs/en/caching.md"),
+    )
+    .unwrap()
+    .len();
+    assert_eq!(caching.file_size, Some(size));
+}
+
+#[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 2 the encoder must still write exactly these bytes; when the
+    // While FORMAT_VERSION is 3 the encoder must still write exactly these bytes; when the
     // format changes, this test moves to the new version's frozen file.
-    if FORMAT_VERSION == 2 {
-        assert_eq!(
-            bundle::encode(&bundle::decode(V2_MIXED).unwrap()).unwrap(),
-            V2_MIXED
-        );
+    if FORMAT_VERSION == 3 {
+        assert_eq!(bundle::encode(&bundle::decode(V3).unwrap()).unwrap(), V3);
     }
 }

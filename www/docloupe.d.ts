@@ -86,6 +86,8 @@ export interface Filters {
 export interface SearchRequest {
   query: string;
   limit?: number;
+  /** Results to skip (0..10000): page `n` is `offset = n * limit`; pages never overlap. */
+  offset?: number;
   mode?: Mode;
   rerank?: boolean;
   candidateLimit?: number;
@@ -149,10 +151,16 @@ export interface SearchResult {
   pageEnd?: number;
   snippet: string;
   highlights: Highlight[];
+  /** 0..1 in every mode (fulltext: 2x/(2x+1) of bm25/Σidf; after the second stage, its probability). */
   score: number;
   sourceType: string;
   documentType: string;
+  /** The document's date (YYYY-MM-DD): last updated, else made. */
   date?: string;
+  /** When the document was made (YYYY-MM-DD), where it says. */
+  created?: string;
+  /** The source file's size in bytes. */
+  fileSize?: number;
   rankingSignals: RankingSignals;
   citation?: Citation;
   /** With `maxCharsPerChunk`: the chunk's text, trimmed. */
@@ -171,7 +179,8 @@ export interface SearchResponse {
    */
   degradedReason?: string;
   results: SearchResult[];
-  facets: { documentTypes: Record<string, number>; dates: Record<string, number> };
+  /** Over every match (not only the page); `undated`: matching documents without a date. */
+  facets: { documentTypes: Record<string, number>; dates: Record<string, number>; undated: number };
   suggestions: string[];
   timings: { totalMs: number; embedMs: number; retrieveMs: number; rerankMs: number };
 }

@@ -416,6 +416,8 @@ struct Converted {
     lang: Language,
     /// The text of a text file, for language detection.
     text: Option<String>,
+    /// The file's size in bytes (recorded: the same file, the same size).
+    size: u64,
 }
 
 fn convert_file(
@@ -481,6 +483,7 @@ fn convert_file(
         conversion,
         lang,
         text,
+        size: bytes.len() as u64,
     })
 }
 
@@ -495,6 +498,7 @@ fn plan_document(
         file,
         conversion,
         text,
+        size,
         ..
     } = converted;
     let paged = !conversion.page_map.pages.is_empty();
@@ -524,6 +528,8 @@ fn plan_document(
         description: doc.front.description,
         doc_type: file.format.doc_type().into(),
         date: doc.front.date,
+        created: doc.front.created,
+        file_size: Some(size),
         tags,
         lang,
         citation: None,

@@ -258,8 +258,14 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
 pub struct FrontMatter {
     pub title: Option<String>,
     pub description: Option<String>,
-    /// Normalized to `YYYY-MM-DD`.
+    /// The document's date, normalized to `YYYY-MM-DD`: when it was last updated (front
+    /// matter `updated`/`lastmod`/`modified`, a PDF's ModDate, an Office file's modified),
+    /// else when it was made. Date filters and facets read it.
     pub date: Option<String>,
+    /// When the document was made (front matter `date`/`created`/`ms.date`, a PDF's
+    /// CreationDate, an Office file's created), `YYYY-MM-DD`.
+    #[serde(default)]
+    pub created: Option<String>,
     pub tags: Vec<String>,
     /// The page's kind ("tutorial", "reference", ...), from `type`.
     pub kind: Option<String>,
@@ -682,10 +688,13 @@ fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> Fron
         Yaml::Real(r) => Some(r.clone()),
         _ => None,
     };
-    let date = ["date", "ms.date", "lastmod", "updated"]
-        .iter()
-        .find_map(|k| text(k))
-        .and_then(|d| normalize_date(&d));
+    let first_date = |keys: &[&str]| {
+        keys.iter()
+            .filter_map(|k| text(k))
+            .find_map(|d| normalize_date(&d))
+    };
+    let created = first_date(&["date", "created", "ms.date"]);
+    let date = first_date(&["updated", "lastmod", "modified"]).or_else(|| created.clone());
     let mut tags = Vec::new();
     for key in ["tags", "keywords"] {
         match &doc[key] {
@@ -703,6 +712,7 @@ fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> Fron
         title: text("title"),
         description: text("description"),
         date,
+        created,
         tags,
         kind: text("type"),
         lang: text("lang")
@@ -712,6 +722,13 @@ fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> Fron
             .iter()
             .find_map(|k| text(k)),
     }
+}
+
+/// A date from a file's own metadata (PDF info, Office and OpenDocument properties),
+/// normalized; the Unix epoch (`1970-01-01`), which writers put where no date was set, is
+/// no date.
+pub fn metadata_date(s: &str) -> Option<String> {
+    normalize_date(s).filter(|d| d != "1970-01-01")
 }
 
 /// `2024-03-05`, `2024-03-05T10:00:00Z`, `2024/03/05` or US `03/05/2024` → `2024-03-05`.

@@ -228,6 +228,12 @@ fn decode_with(bytes: &[u8], with_vectors: bool) -> Result<Bundle> {
             required(SectionKind::Docs)?,
         )?
         .into(),
+        2 => decode_section::<super::legacy::DocsSectionV2>(
+            bytes,
+            body_start,
+            required(SectionKind::Docs)?,
+        )?
+        .into(),
         _ => decode_section(bytes, body_start, required(SectionKind::Docs)?)?,
     };
     let lexical: LexicalIndex = decode_section(bytes, body_start, required(SectionKind::Lexical)?)?;

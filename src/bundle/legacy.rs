@@ -1,6 +1,7 @@
 //! Earlier formats' data model, read and converted to the current one. Only the `docs`
 //! section changed since format 1 (format 2 added `citation` to documents and
-//! `page_span` to chunks); every other section decodes with the current types.
+//! `page_span` to chunks; format 3 `created` and `file_size` to documents); every other
+//! section decodes with the current types.
 
 use serde::Deserialize;
 
@@ -57,6 +58,8 @@ impl From<DocsSectionV1> for DocsSection {
                     first_chunk: d.first_chunk,
                     chunk_count: d.chunk_count,
                     citation: None,
+                    created: None,
+                    file_size: None,
                 })
                 .collect(),
             chunks: v1
@@ -73,6 +76,55 @@ impl From<DocsSectionV1> for DocsSection {
                     page_span: None,
                 })
                 .collect(),
+        }
+    }
+}
+
+/// Format 2's `docs` section: documents without `created` and `file_size`.
+#[derive(Deserialize)]
+pub(super) struct DocsSectionV2 {
+    documents: Vec<DocumentV2>,
+    chunks: Vec<ChunkMeta>,
+}
+
+#[derive(Deserialize)]
+struct DocumentV2 {
+    path: String,
+    doc_id: String,
+    title: String,
+    description: Option<String>,
+    doc_type: String,
+    date: Option<String>,
+    tags: Vec<String>,
+    lang: Language,
+    first_chunk: u32,
+    chunk_count: u32,
+    citation: Option<super::model::Citation>,
+}
+
+impl From<DocsSectionV2> for DocsSection {
+    fn from(v2: DocsSectionV2) -> Self {
+        DocsSection {
+            documents: v2
+                .documents
+                .into_iter()
+                .map(|d| Document {
+                    path: d.path,
+                    doc_id: d.doc_id,
+                    title: d.title,
+                    description: d.description,
+                    doc_type: d.doc_type,
+                    date: d.date,
+                    tags: d.tags,
+                    lang: d.lang,
+                    first_chunk: d.first_chunk,
+                    chunk_count: d.chunk_count,
+                    citation: d.citation,
+                    created: None,
+                    file_size: None,
+                })
+                .collect(),
+            chunks: v2.chunks,
         }
     }
 }

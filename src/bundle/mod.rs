@@ -32,6 +32,6 @@ pub use path::{document_path_problem, url_scheme};
 
 /// The format version this engine writes. 2: documents record their citation, chunks
 /// their page span (PDF).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this engine still reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;

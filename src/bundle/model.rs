@@ -130,7 +130,8 @@ pub struct Document {
     pub description: Option<String>,
     /// Format: "md", "txt", "pdf", "docx", "xlsx".
     pub doc_type: String,
-    /// ISO date `YYYY-MM-DD` from front matter.
+    /// The document's date, ISO `YYYY-MM-DD`: when it was last updated, else made (front
+    /// matter, a PDF's info dates, an Office file's properties). Filters and facets read it.
     pub date: Option<String>,
     pub tags: Vec<String>,
     pub lang: Language,
@@ -139,6 +140,10 @@ pub struct Document {
     pub chunk_count: u32,
     /// The bibliography entry the document was matched to (`--references`).
     pub citation: Option<Citation>,
+    /// When the document was made, `YYYY-MM-DD` (format 3).
+    pub created: Option<String>,
+    /// The source file's size in bytes (format 3).
+    pub file_size: Option<u64>,
 }
 
 /// A document's bibliography entry, from CSL-JSON (as Zotero / Better BibTeX export it).

@@ -32,7 +32,7 @@ use crate::index::lexical;
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
 /// rather than read in an older layout. 3: lexical shards' term counts in the core.
-pub const SPLIT_VERSION: u32 = 3;
+pub const SPLIT_VERSION: u32 = 4;
 pub const CORE_FILE: &str = "core.bin";
 pub const WHOLE_FILE: &str = "bundle.bin";
 

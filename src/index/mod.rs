@@ -27,6 +27,10 @@ pub struct SourceDocument {
     pub description: Option<String>,
     pub doc_type: String,
     pub date: Option<String>,
+    /// When it was made (`YYYY-MM-DD`), where the document says.
+    pub created: Option<String>,
+    /// The source file's size in bytes.
+    pub file_size: Option<u64>,
     pub tags: Vec<String>,
     pub lang: Language,
     pub citation: Option<Citation>,
@@ -217,6 +221,8 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
             first_chunk,
             chunk_count,
             citation: doc.citation,
+            created: doc.created,
+            file_size: doc.file_size,
         });
     }
     let lexical = lexical.finish();

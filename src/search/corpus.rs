@@ -33,6 +33,8 @@ static NO_DOCUMENT: Document = Document {
     first_chunk: 0,
     chunk_count: 0,
     citation: None,
+    created: None,
+    file_size: None,
 };
 
 static NO_CHUNK: ChunkMeta = ChunkMeta {

@@ -202,10 +202,13 @@ pub struct DocumentResult {
     pub title: String,
     pub file_path: String,
     pub file_type: String,
-    /// Bytes of the source file, when the bundle records it (not yet: null).
+    /// Bytes of the source file (null for bundles older than format 3).
     pub file_size: Option<u64>,
-    /// The document's date (front matter `date`): bundles keep one date per document.
+    /// When the document was made (front matter `date`/`created`, a PDF's CreationDate, an
+    /// Office file's created), else its only date.
     pub created_at: Option<String>,
+    /// When it was last updated (front matter `updated`/`lastmod`, a PDF's ModDate, an Office
+    /// file's modified), else its only date: what date filters read.
     pub updated_at: Option<String>,
     /// The best score among the document's fragments.
     pub relevance_score: f64,
@@ -232,6 +235,8 @@ pub struct ContextChunk {
 pub struct DocumentFacets {
     pub document_types: BTreeMap<String, usize>,
     pub date_distribution: BTreeMap<String, usize>,
+    /// Matching documents without a date: a date filter never returns them.
+    pub undated: usize,
 }
 
 /// The error shape's `code`.
@@ -381,8 +386,8 @@ pub fn shape(req: &DocumentsRequest, r: &SearchResponse) -> DocumentsResponse {
                 title: first.title.clone(),
                 file_path: first.document_path.clone(),
                 file_type: first.document_type.clone(),
-                file_size: None,
-                created_at: first.date.clone(),
+                file_size: first.file_size,
+                created_at: first.created.clone().or_else(|| first.date.clone()),
                 updated_at: first.date.clone(),
                 relevance_score: score(first.score),
                 highlights: hits.iter().map(|h| marked(h, "**", "**")).collect(),
@@ -400,6 +405,7 @@ pub fn shape(req: &DocumentsRequest, r: &SearchResponse) -> DocumentsResponse {
         facets: DocumentFacets {
             document_types: r.facets.document_types.clone(),
             date_distribution: r.facets.dates.clone(),
+            undated: r.facets.undated,
         },
         suggestions: r.suggestions.clone(),
     }

@@ -49,6 +49,8 @@ pub fn result(
         source_type: SOURCE_TYPE.to_owned(),
         document_type: doc.doc_type.clone(),
         date: doc.date.clone(),
+        created: doc.created.clone(),
+        file_size: doc.file_size,
         ranking_signals: RankingSignals {
             lexical: hit.lexical,
             semantic: hit.semantic,
@@ -121,16 +123,19 @@ pub fn facets(corpus: &Corpus, hits: &[Hit]) -> Facets {
     let docs: BTreeSet<u32> = hits.iter().map(|h| corpus.doc_of(h.chunk)).collect();
     let mut document_types = BTreeMap::new();
     let mut dates = BTreeMap::new();
+    let mut undated = 0;
     for d in docs {
         let (doc_type, month) = corpus.facet_keys(d);
         *document_types.entry(doc_type.to_owned()).or_insert(0) += 1;
-        if let Some(month) = month {
-            *dates.entry(month.to_owned()).or_insert(0) += 1;
+        match month {
+            Some(month) => *dates.entry(month.to_owned()).or_insert(0) += 1,
+            None => undated += 1,
         }
     }
     Facets {
         document_types,
         dates,
+        undated,
     }
 }
 

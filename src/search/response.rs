@@ -61,8 +61,15 @@ pub struct SearchResult {
     pub score: f32,
     pub source_type: String,
     pub document_type: String,
+    /// The document's date (`YYYY-MM-DD`): when it was last updated, else made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub date: Option<String>,
+    /// When the document was made, where it says (`YYYY-MM-DD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    /// The source file's size in bytes (bundles of format 3 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size: Option<u64>,
     pub ranking_signals: RankingSignals,
     /// The document's bibliography entry, when the collection was built with references.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,6 +153,9 @@ pub struct Facets {
     pub document_types: BTreeMap<String, usize>,
     /// `YYYY-MM` → documents dated in that month.
     pub dates: BTreeMap<String, usize>,
+    /// Documents without a date (never matched by a date filter).
+    #[serde(default)]
+    pub undated: usize,
 }
 
 /// Wall-clock milliseconds per stage. Not deterministic: compare responses without it.

@@ -95,6 +95,20 @@ pub fn pdf(pages: &[Page], outline: &[(u8, &str, usize)], title: Option<&str>) -
     out
 }
 
+/// `pdf` with `CreationDate` and `ModDate` (PDF date strings, `D:YYYYMMDDHHmmSS…`) in its
+/// document information.
+pub fn pdf_dated(pdf: &[u8], created: &str, modified: &str) -> Vec<u8> {
+    let mut doc = Document::load_mem(pdf).unwrap();
+    let info = doc.add_object(dictionary! {
+        "CreationDate" => Object::string_literal(created),
+        "ModDate" => Object::string_literal(modified),
+    });
+    doc.trailer.set("Info", info);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
+}
+
 /// `pdf` encrypted (RC4, 128-bit key) with an owner password and `user_password` ("" opens it
 /// for reading without a password, as owner-only protected files are).
 pub fn encrypted_pdf(pdf: &[u8], user_password: &str) -> Vec<u8> {
@@ -122,6 +136,16 @@ pub fn encrypted_pdf(pdf: &[u8], user_password: &str) -> Vec<u8> {
 /// A DOCX of `(style, text)` paragraphs: style "" is body text, "Title", "Heading1",
 /// "Heading2", … the built-in styles; plus one table of `table` rows after them.
 pub fn docx(paragraphs: &[(&str, &str)], table: &[&[&str]]) -> Vec<u8> {
+    docx_dated(paragraphs, table, None)
+}
+
+/// [`docx`] with `(created, modified)` (W3CDTF, `2024-02-10T12:00:00Z`) in its core
+/// properties; without them docx-rs writes the Unix epoch there.
+pub fn docx_dated(
+    paragraphs: &[(&str, &str)],
+    table: &[&[&str]],
+    dates: Option<(&str, &str)>,
+) -> Vec<u8> {
     use docx_rs::{Docx, Paragraph, Run, Style, StyleType, Table, TableCell, TableRow};
     let mut d = Docx::new()
         .add_style(Style::new("Title", StyleType::Paragraph).name("Title"))
@@ -150,6 +174,9 @@ pub fn docx(paragraphs: &[(&str, &str)], table: &[&[&str]]) -> Vec<u8> {
             })
             .collect();
         d = d.add_table(Table::new(rows));
+    }
+    if let Some((created, modified)) = dates {
+        d = d.created_at(created).updated_at(modified);
     }
     let mut out = std::io::Cursor::new(Vec::new());
     d.build().pack(&mut out).unwrap();

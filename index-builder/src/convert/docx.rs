@@ -178,6 +178,28 @@ fn heading_styles(xml: &str) -> Result<HashMap<String, Kind>, String> {
     }
 }
 
+/// An Office or OpenDocument file's own dates, (created, modified) as `YYYY-MM-DD`: DOCX and
+/// XLSX keep them in `docProps/core.xml` (`dcterms:created`, `dcterms:modified`), ODS in
+/// `meta.xml` (`meta:creation-date`, `dc:date`). Missing or unreadable: `None`.
+pub(super) fn package_dates(bytes: &[u8]) -> (Option<String>, Option<String>) {
+    let Ok(mut zip) = zip::ZipArchive::new(Cursor::new(bytes)) else {
+        return (None, None);
+    };
+    let date = |xml: &str, tag: &[u8]| {
+        element_text(xml, tag).and_then(|d| crate::ingest::metadata_date(&d))
+    };
+    if let Ok(Some(core)) = read_entry(&mut zip, "docProps/core.xml") {
+        return (
+            date(&core, b"dcterms:created"),
+            date(&core, b"dcterms:modified"),
+        );
+    }
+    if let Ok(Some(meta)) = read_entry(&mut zip, "meta.xml") {
+        return (date(&meta, b"meta:creation-date"), date(&meta, b"dc:date"));
+    }
+    (None, None)
+}
+
 /// The text of the first `tag` element of `xml` (`dc:title` of `docProps/core.xml`).
 fn element_text(xml: &str, tag: &[u8]) -> Option<String> {
     let mut reader = Reader::from_str(xml);

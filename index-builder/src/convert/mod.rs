@@ -67,10 +67,18 @@ pub fn convert(
         let doc = parse_document(format, text, file_stem, warnings, rel);
         (doc, PageMap::default())
     } else {
+        // Office and OpenDocument files carry their dates in their package (a PDF's come
+        // with its conversion; an XLS keeps them where calamine does not read).
+        let dated = |mut d: ParsedDoc| {
+            let (created, modified) = docx::package_dates(bytes);
+            d.front.date = modified.or_else(|| created.clone());
+            d.front.created = created;
+            (d, PageMap::default())
+        };
         let run = || match format {
             Format::Pdf => pdf::convert(bytes, file_stem, rel, warnings),
-            Format::Docx => docx::convert(bytes, file_stem).map(|d| (d, PageMap::default())),
-            _ => sheet::convert(bytes, file_stem).map(|d| (d, PageMap::default())),
+            Format::Docx => docx::convert(bytes, file_stem).map(dated),
+            _ => sheet::convert(bytes, file_stem).map(dated),
         };
         // The PDF and spreadsheet parsers assert on some malformed input; such a file is
         // broken, not a reason to stop the build.

@@ -81,16 +81,21 @@ pub fn convert(
     let blocks = paragraphs(&text, |offset| map.page_at(offset));
     let outline = outline(&doc);
 
-    let info_title = doc
+    let info = doc
         .trailer
         .get(b"Info")
         .and_then(|o| doc.dereference(o))
         .ok()
-        .and_then(|(_, o)| o.as_dict().ok())
-        .and_then(|d| d.get(b"Title").ok())
-        .and_then(|t| lopdf::decode_text_string(t).ok())
+        .and_then(|(_, o)| o.as_dict().ok());
+    let info_text = |key: &[u8]| {
+        info.and_then(|d| d.get(key).ok())
+            .and_then(|t| lopdf::decode_text_string(t).ok())
+    };
+    let info_title = info_text(b"Title")
         .map(|t| collapse(&t))
         .filter(|t| !t.is_empty());
+    let created = info_text(b"CreationDate").and_then(|d| pdf_date(&d));
+    let modified = info_text(b"ModDate").and_then(|d| pdf_date(&d));
     // The first line of the first page is usually the title; the first outline entry is
     // usually "1 Introduction".
     let title = info_title.unwrap_or_else(|| {
@@ -100,7 +105,26 @@ pub fn convert(
         )
     });
 
-    Ok((parsed(title, place_headings(blocks, outline)), map))
+    let mut parsed = parsed(title, place_headings(blocks, outline));
+    parsed.front.date = modified.or_else(|| created.clone());
+    parsed.front.created = created;
+    Ok((parsed, map))
+}
+
+/// A PDF date (`D:20240305103000+01'00'`, the `D:` and everything after the day optional) as
+/// `YYYY-MM-DD`; a month or day left out is the first.
+fn pdf_date(s: &str) -> Option<String> {
+    let digits: String = s
+        .trim()
+        .trim_start_matches("D:")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    if digits.len() < 4 {
+        return None;
+    }
+    let part = |from: usize| digits.get(from..from + 2).unwrap_or("01");
+    crate::ingest::metadata_date(&format!("{}-{}-{}", &digits[..4], part(4), part(6)))
 }
 
 /// Text extracted from one PDF at most (the text formats' limit).
