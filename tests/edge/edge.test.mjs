@@ -309,10 +309,12 @@ test('logs: one JSON line per query (time, latency, mode, results, error code), 
   assert.equal(bad.status, 400);
   assert.equal(bad.errorCode, 'SEARCH_QUERY_EMPTY');
   assert.ok(main.logs().every((l) => !('clientIp' in l)));
+  // Queries are private too: not in the log unless LOG_QUERIES says so.
+  assert.ok(main.logs().every((l) => !('params' in l)));
 });
 
 test('429: past the per-client rate, RATE_LIMIT with Retry-After; other clients go on', async () => {
-  const w = await startWorker({ vars: { RATE_LIMIT_PER_MINUTE: '3', LOG_CLIENT_IP: 'true', CORS_ALLOW_ORIGINS: 'https://docs.example' } });
+  const w = await startWorker({ vars: { RATE_LIMIT_PER_MINUTE: '3', LOG_CLIENT_IP: 'true', LOG_QUERIES: 'true', CORS_ALLOW_ORIGINS: 'https://docs.example' } });
   try {
     const as = (ip) => ({ 'Content-Type': 'application/json', 'CF-Connecting-IP': ip });
     for (let i = 0; i < 3; i++) assert.equal((await post(w, { query: `cache ${i}` }, as('192.0.2.1'))).status, 200);
@@ -323,6 +325,8 @@ test('429: past the per-client rate, RATE_LIMIT with Retry-After; other clients 
     assert.equal(body.details.retryAfterSeconds, retry);
     assert.equal((await post(w, { query: 'cache' }, as('192.0.2.2'))).status, 200);
     assert.ok(w.logs().some((l) => l.clientIp === '192.0.2.1'), 'client addresses logged when configured');
+    // With LOG_QUERIES the request is in the line, for `docloupe stats`.
+    assert.ok(w.logs().some((l) => l.params?.query === 'cache 1' && l.results >= 0), JSON.stringify(w.logs().slice(0, 2)));
     // CORS limited to one origin.
     const allowed = await post(w, { query: 'cache' }, { ...as('192.0.2.3'), Origin: 'https://docs.example' });
     assert.equal(allowed.headers.get('Access-Control-Allow-Origin'), 'https://docs.example');

@@ -4,7 +4,7 @@
 // corrupt.bundle, DOCLOUPE_MODEL_DIR). Writes a transcript of one session to
 // target/test-output/mcp/transcript.jsonl.
 import { test, after } from 'node:test';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -60,7 +60,7 @@ test('initialize, list tools: both tools, search_documents with exactly the spec
   assert.equal(client.getServerVersion().name, 'docloupe');
   assert.ok(client.getServerCapabilities().tools);
   const { tools } = await client.listTools();
-  assert.deepEqual(tools.map((t) => t.name).sort(), ['search_docs', 'search_documents']);
+  assert.deepEqual(tools.map((t) => t.name).sort(), ['result_feedback', 'search_docs', 'search_documents']);
   const schema = tools.find((t) => t.name === 'search_documents').inputSchema;
   assert.deepEqual(Object.keys(schema.properties).sort(), [
     'date_range', 'document_types', 'include_context', 'limit', 'max_chunks', 'page', 'project', 'query', 'search_mode', 'source_filter',
@@ -106,7 +106,8 @@ test('search_documents: results grouped per document, in the specified shape', a
     assert.equal(c.page_number, null);
   }
   assert.ok(doc.context_chunks.some((c) => c.relevance_score === null), 'neighbours come as context');
-  assert.deepEqual(Object.keys(s.facets).sort(), ['date_distribution', 'document_types']);
+  assert.deepEqual(Object.keys(s.facets).sort(), ['date_distribution', 'document_types', 'undated']);
+  assert.equal(typeof s.facets.undated, 'number');
   assert.ok(s.facets.document_types.md >= 2);
   assert.ok(Array.isArray(s.suggestions));
   assert.match(r.content[0].text, /en\/caching\.md/);
@@ -286,6 +287,37 @@ test('the query log is created readable by its owner only, and caps what a clien
   assert.equal(lines.length, 2);
   for (const l of lines) assert.ok(l.length < 8_000, `a log line of ${l.length} bytes`);
   assert.equal(JSON.parse(lines[0]).errorCode, 'INVALID_QUERY');
+});
+
+test('usage statistics (issue 25): result_feedback is logged, docloupe stats counts calls, empty queries, filters and precision@5', async () => {
+  const log = path.join(WORK, 'stats.jsonl');
+  fs.rmSync(log, { force: true });
+  const client = await connect(['--bundle', BUNDLE], { log });
+  const found = await call(client, 'search_documents', { query: 'cache', document_types: ['md'] });
+  assert.ok(found.structuredContent.results.length > 0);
+  await call(client, 'search_docs', { query: 'qxzvw jjkvq', mode: 'fulltext' });
+  await call(client, 'search_documents', { query: 'cache', search_mode: 'fulltext' });
+  const first = found.structuredContent.results[0].id;
+  for (const [rank, relevant] of [[1, true], [2, false], [9, true]]) {
+    const r = await call(client, 'result_feedback', { query: 'cache', document: first, rank, relevant });
+    assert.deepEqual(r.structuredContent, { success: true, recorded: true });
+  }
+  const bad = await call(client, 'result_feedback', { query: 'cache', document: first, relevant: true, rank: 0 });
+  assert.equal(bad.isError, true);
+  assert.equal(bad.structuredContent.error.details.field, 'rank');
+  const stats = JSON.parse(execFileSync(path.join(ROOT, 'target/release/docloupe'), ['stats', '--json', log], { encoding: 'utf8' }));
+  assert.equal(stats.searches, 3);
+  assert.deepEqual(stats.byTool, { search_docs: 1, search_documents: 2 });
+  assert.deepEqual(stats.byMode, { fulltext: 2, hybrid: 1 });
+  assert.deepEqual(stats.topQueries[0], { query: 'cache', count: 2 });
+  assert.deepEqual(stats.zeroResultQueries, [{ query: 'qxzvw jjkvq', count: 1 }]);
+  assert.deepEqual(stats.filters.byFilter, { document_types: 1 });
+  assert.equal(stats.feedback.marks, 3);
+  assert.equal(stats.feedback.precisionAt5, 0.5);
+  assert.ok(stats.latencyMs.p50 > 0 && stats.latencyMs.p95 >= stats.latencyMs.p50);
+  const text = execFileSync(path.join(ROOT, 'target/release/docloupe'), ['stats', log], { encoding: 'utf8' });
+  assert.match(text, /^searches: 3\n/);
+  assert.match(text, /precision@5 0\.500/);
 });
 
 test('a line that is not JSON gets a -32700 parse error, and the session goes on (regression)', async () => {

@@ -57,6 +57,9 @@ export function settings(env) {
     rateLimit: int(env.RATE_LIMIT_PER_MINUTE, 600, 'RATE_LIMIT_PER_MINUTE'),
     corsOrigins: (env.CORS_ALLOW_ORIGINS ?? '*').split(',').map((s) => s.trim()).filter(Boolean),
     logClientIp: env.LOG_CLIENT_IP === 'true',
+    // The request itself (query, filters) in the log line, for `docloupe stats`: off by
+    // default, as queries can be private.
+    logQueries: env.LOG_QUERIES === 'true',
     memoryBytes: int(env.BUNDLE_MEMORY_BYTES, 48 * 1024 * 1024, 'BUNDLE_MEMORY_BYTES'),
   };
 }
@@ -203,10 +206,28 @@ async function rateLimited(request, env, cfg) {
   return limiters.get(cfg.rateLimit).take(key, Date.now());
 }
 
+/** The request as the log keeps it: strings cut at 600 characters, lists at 20 entries,
+ * nesting at 4 levels (as the MCP server's log), so a client cannot grow the log at will. */
+function loggedParams(text) {
+  const cut = (v, depth) => {
+    if (typeof v === 'string') return v.length > 600 ? `${v.slice(0, 600)}…` : v;
+    if (v === null || typeof v !== 'object') return v;
+    if (depth >= 4) return '…';
+    if (Array.isArray(v)) return v.slice(0, 20).map((x) => cut(x, depth + 1));
+    return Object.fromEntries(Object.entries(v).slice(0, 20).map(([k, x]) => [k.slice(0, 100), cut(x, depth + 1)]));
+  };
+  try {
+    return cut(JSON.parse(text), 0);
+  } catch {
+    return null;
+  }
+}
+
 async function search(request, env, ctx, url, cfg, log) {
   const read = await readSearchRequest(request, url, cfg);
   if (read.refusal) return json(read.refusal, 400);
   log.mode = modeOf(read.text);
+  if (cfg.logQueries) log.params = loggedParams(read.text);
   const state = currentEngine(env);
   await state.ready;
   if (state.error) return json(state.error, 503);

@@ -1,8 +1,9 @@
-//! `docloupe`: search a bundle from the terminal (`search`), or serve it to AI agents over
-//! MCP (`mcp`).
+//! `docloupe`: search a bundle from the terminal (`search`), serve it to AI agents over MCP
+//! (`mcp`), and read the query logs (`stats`).
 
 mod mcp;
 mod render;
+mod stats;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -35,6 +36,10 @@ enum Command {
     /// Serve bundles to AI agents as an MCP server on stdio (tools search_docs and
     /// search_documents).
     Mcp(mcp::McpArgs),
+    /// Usage statistics from query logs (`docloupe mcp --log`, the edge Worker's): searches
+    /// per tool, mode and status, latency, top and zero-result queries, filters, and
+    /// precision@5 from result_feedback.
+    Stats(stats::StatsArgs),
 }
 
 #[derive(clap::Args)]
@@ -142,6 +147,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Search(args) => search(args),
         Command::Mcp(args) => mcp::serve(args),
+        Command::Stats(args) => stats::run(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

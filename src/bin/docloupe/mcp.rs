@@ -437,6 +437,71 @@ impl DocsServer {
         }
     }
 
+    /// `result_feedback`: a result marked relevant or not, recorded in the query log (where
+    /// `docloupe stats` turns marks at ranks 1–5 into precision@5). Nothing else changes.
+    fn feedback(&self, args: &Value) -> Outcome {
+        let refuse = |field: &str, message: &str| {
+            let e = DocumentsError::invalid(field, message);
+            error_outcome(
+                serde_json::to_value(&e).unwrap_or(Value::Null),
+                "INVALID_QUERY",
+            )
+        };
+        if let Some(retry) = self.rate_limited() {
+            let e = DocumentsError::new(
+                DocumentsErrorCode::RateLimit,
+                format!("too many calls; try again in {retry} s"),
+                json!({"retryAfterSeconds": retry}),
+            );
+            return error_outcome(
+                serde_json::to_value(&e).unwrap_or(Value::Null),
+                "RATE_LIMIT",
+            );
+        }
+        let Some(obj) = args.as_object() else {
+            return refuse("", "the arguments must be a JSON object");
+        };
+        let known = [
+            "query", "document", "relevant", "rank", "chunk_id", "project", "note",
+        ];
+        if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
+            return refuse(k, "unknown field");
+        }
+        let text = |k: &str, max: usize, required: bool| match &args[k] {
+            Value::Null if !required => Ok(()),
+            Value::String(s) if !s.trim().is_empty() && s.chars().count() <= max => Ok(()),
+            _ => Err(format!(
+                "must be a non-empty string of at most {max} characters"
+            )),
+        };
+        for (k, max, required) in [
+            ("query", 500, true),
+            ("document", 1000, true),
+            ("chunk_id", 100, false),
+            ("project", 200, false),
+            ("note", 500, false),
+        ] {
+            if let Err(m) = text(k, max, required) {
+                return refuse(k, &m);
+            }
+        }
+        if !args["relevant"].is_boolean() {
+            return refuse("relevant", "must be true or false");
+        }
+        match &args["rank"] {
+            Value::Null => {}
+            v if v.as_u64().is_some_and(|r| (1..=10_000).contains(&r)) => {}
+            _ => return refuse("rank", "must be the result's position, 1..10000"),
+        }
+        Outcome {
+            structured: json!({"success": true, "recorded": true}),
+            text: "Recorded.".into(),
+            is_error: false,
+            results: None,
+            error_code: None,
+        }
+    }
+
     fn log(&self, tool: &str, args: &Value, outcome: &Outcome, started: Instant) {
         let line = json!({
             "time": now_rfc3339(),
@@ -568,6 +633,23 @@ fn search_docs_schema() -> Value {
     })
 }
 
+fn feedback_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 500, "description": "The query the result answered (or did not)"},
+            "document": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "The result's document path (search_documents' id, search_docs' documentPath)"},
+            "relevant": {"type": "boolean", "description": "Whether the result answers the query"},
+            "rank": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "The result's position in the answer (1 = first)"},
+            "chunk_id": {"type": "string", "maxLength": 100, "description": "The fragment's chunkId, when one fragment is meant"},
+            "project": {"type": "string", "maxLength": 200, "description": "The collection (namespace/name), when the server has several"},
+            "note": {"type": "string", "maxLength": 500, "description": "Why, in a few words"}
+        },
+        "required": ["query", "document", "relevant"],
+        "additionalProperties": false
+    })
+}
+
 fn tools() -> Vec<Tool> {
     let object = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
     vec![
@@ -583,6 +665,13 @@ fn tools() -> Vec<Tool> {
             "Search the documents and get them grouped per document: title, path, type, dates, \
              relevance, highlighted fragments with their text, facets and suggestions.",
             object(documents::input_schema()),
+        ),
+        Tool::new(
+            "result_feedback",
+            "Say whether a search result answered the query: the query, the result's document \
+             path, relevant true/false and its rank (1 = first). Recorded in the query log for \
+             the collection's owners (`docloupe stats` reports precision@5); changes no ranking.",
+            object(feedback_schema()),
         ),
     ]
 }
@@ -602,7 +691,8 @@ impl ServerHandler for DocsServer {
             .with_server_info(Implementation::new("docloupe", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "Searches documentation bundles{}. Use search_documents for documents with their \
-                 best fragments, search_docs for the full ranking contract.",
+                 best fragments, search_docs for the full ranking contract; result_feedback to \
+                 say whether a result answered the query.",
                 if projects.is_empty() {
                     String::new()
                 } else {
@@ -627,7 +717,7 @@ impl ServerHandler for DocsServer {
         let started = Instant::now();
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let tool = request.name.to_string();
-        if tool != "search_docs" && tool != "search_documents" {
+        if !["search_docs", "search_documents", "result_feedback"].contains(&tool.as_str()) {
             return Err(McpError::invalid_params(
                 format!("no tool named {tool}"),
                 None,
@@ -638,6 +728,7 @@ impl ServerHandler for DocsServer {
         // Searching is CPU work: off the protocol's threads.
         let outcome = tokio::task::spawn_blocking(move || match tool_name.as_str() {
             "search_docs" => server.search_docs(&call_args),
+            "result_feedback" => server.feedback(&call_args),
             _ => server.search_documents(&call_args),
         })
         .await
