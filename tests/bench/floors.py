@@ -11,8 +11,10 @@ pairs made from the same questions: English fastapi questions over the Russian f
 the English docs built with E5.
 
 Needs the bundles `make bench-quality` caches (under $DOCLOUPE_CACHE/bench-quality) and
-builds the English fastapi docs with E5 once (a few minutes). Prints the percentiles; the
-constants in src/embed/mod.rs are set from its output by hand.
+builds the English fastapi docs with E5 once (a few minutes). Prints the percentiles;
+MiniLM's constant in src/embed/mod.rs is set from its output by hand. E5's percentiles show
+why it has none: its answers' 2.5th percentile lies below the median of what is not an
+answer (ARCHITECTURE.md, `src/search/fuse.rs`).
 
     python3 tests/bench/floors.py
 """
