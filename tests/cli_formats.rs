@@ -6,6 +6,7 @@
 //! the model-derived scores in them are too.
 
 mod common;
+mod formats;
 
 use std::path::Path;
 
@@ -290,5 +291,95 @@ fn every_search_command_example_runs() {
         } else {
             assert!(out.starts_with("**"), "/search {example}: {out}");
         }
+    }
+}
+
+/// The README's shell examples (issue 25): every `target/release/…` command of its `sh`
+/// blocks, optional `[…]` parts left out, runs in a folder holding `docs/` (the fixture
+/// collection) and `paper.pdf`, and exits 0.
+#[test]
+fn every_readme_shell_example_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    // Each command of the `sh` blocks, its continuation lines (indented, or after a `\`)
+    // joined to it.
+    let mut commands: Vec<String> = Vec::new();
+    let mut in_sh = false;
+    let mut continues = false;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_sh = line == "```sh";
+            continue;
+        }
+        if !in_sh {
+            continue;
+        }
+        let line = line.split("  #").next().unwrap().trim_end();
+        let text = line.trim().trim_end_matches('\\').trim_end();
+        match commands.last_mut() {
+            Some(last) if continues || line.starts_with(' ') => {
+                last.push(' ');
+                last.push_str(text);
+            }
+            _ => commands.push(text.to_owned()),
+        }
+        continues = line.ends_with('\\');
+    }
+    commands.retain(|c| c.contains("target/release/") && !c.starts_with("make "));
+    let optional = |c: &str| {
+        let mut out = String::new();
+        let mut depth = 0;
+        for ch in c.chars() {
+            match ch {
+                '[' if !out.ends_with('\'') && !out.ends_with('"') => depth += 1,
+                ']' if depth > 0 => depth -= 1,
+                _ if depth == 0 => out.push(ch),
+                _ => {}
+            }
+        }
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    assert!(commands.len() >= 8, "{commands:#?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = |from: &Path, to: &Path| {
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let dir = to.join(entry.file_name());
+            std::fs::create_dir_all(&dir).unwrap();
+            for f in std::fs::read_dir(entry.path()).unwrap() {
+                let f = f.unwrap();
+                std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
+            }
+        }
+    };
+    copy(&common::fixtures(), &tmp.path().join("docs"));
+    std::fs::write(
+        tmp.path().join("paper.pdf"),
+        formats::pdf(
+            &[&[&["A paper"], &["Its one paragraph."]]],
+            &[],
+            Some("A paper"),
+        ),
+    )
+    .unwrap();
+    let bin = common::docloupe_bin();
+    let bin_dir = bin.parent().unwrap().to_str().unwrap();
+    for command in &commands {
+        let mut run = optional(command).replace("target/release/", &format!("{bin_dir}/"));
+        if run.contains("index-builder build") {
+            // The test model, as every test builds with (the searches then load it by name).
+            run.push_str(&format!(" --model {}", common::model_dir().display()));
+        }
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("set -o pipefail; {run}"))
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "README: {command}\nran: {run}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

@@ -212,7 +212,7 @@ fn totals_count_matches_and_every_mode_scores_on_zero_to_one() {
         match_floor: Some(0.0),
         ..Default::default()
     });
-    let floor = docloupe::embed::match_floor(&e.header().embedding.as_ref().unwrap().id);
+    let floor = docloupe::embed::match_rule(&e.header().embedding.as_ref().unwrap().id).floor;
     assert!(floor > 0.0);
     let body = json!({"query": "lighthouse lamp at dusk", "mode": "semantic", "limit": 50});
     let all = contract(&everything, body.clone());

@@ -123,22 +123,36 @@ pub fn known_prefixes(model_id: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// The cosine from which a chunk that shares no word with the query still matches it, for a
-/// model the project knows (0: every nearest neighbour matches). Below it a semantic
-/// neighbour is not counted or returned. MiniLM's is chosen on the docs-questions dev and
-/// train splits (never test) so that 97.5 % of the judged documents' best chunks stay above
-/// it (`tests/bench/floors.py`). Multilingual E5 has none: its cosines put every passage of
-/// a collection in 0.80–0.90, cross-language answers lowest of all, so no cosine separates
-/// answers from the rest (ARCHITECTURE.md has the figures, and the test run that showed it).
-pub fn match_floor(model_id: &str) -> f32 {
+/// When a chunk that shares no word with the query still matches it, for a model the project
+/// knows: its cosine reaches `floor`, and, with `within_best`, lies at most that far below
+/// the query's best cosine. Below either a semantic neighbour is not counted or returned.
+/// Both are chosen on the docs-questions dev and train splits (never test) so that 97.5 % of
+/// the judged documents' best chunks match (`tests/bench/floors.py`). MiniLM: cosine 0.23.
+/// Multilingual E5 puts every passage of a collection in 0.80–0.90 (its cross-language
+/// answers lowest), so no cosine separates answers; within 0.04 of the query's best does
+/// (ARCHITECTURE.md has the figures). Other models: every nearest neighbour matches.
+pub fn match_rule(model_id: &str) -> MatchRule {
     if model_id.starts_with("all-MiniLM-L6-v2") {
-        MINILM_MATCH_FLOOR
+        MatchRule {
+            floor: 0.23,
+            within_best: None,
+        }
+    } else if model_id.starts_with("multilingual-e5") {
+        MatchRule {
+            floor: 0.0,
+            within_best: Some(0.04),
+        }
     } else {
-        0.0
+        MatchRule::default()
     }
 }
 
-const MINILM_MATCH_FLOOR: f32 = 0.23;
+/// See [`match_rule`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MatchRule {
+    pub floor: f32,
+    pub within_best: Option<f32>,
+}
 
 /// The models `make models` installs, by the name `index-builder build --model` takes:
 /// (name, directory under `$DOCLOUPE_CACHE/models`, model id).

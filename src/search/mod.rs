@@ -106,8 +106,8 @@ pub struct EngineOptions {
     /// training data for `prebuild/ranker`, never for clients.
     pub explain_features: bool,
     /// The cosine from which a semantic neighbour that shares no word with the query matches;
-    /// `None`: the bundle's model's ([`crate::embed::match_floor`]). Tools that calibrate
-    /// it set 0.
+    /// `None`: the bundle's model's rule ([`crate::embed::match_rule`]). Tools that calibrate
+    /// it set 0 (every neighbour matches).
     pub match_floor: Option<f32>,
 }
 
@@ -452,12 +452,22 @@ impl Engine {
         let fused: Vec<fuse::Hit> = match mode {
             Mode::Fulltext => fused,
             _ => {
-                let floor = self.options.match_floor.unwrap_or_else(|| {
-                    header
+                let rule = match self.options.match_floor {
+                    Some(floor) => crate::embed::MatchRule {
+                        floor,
+                        within_best: None,
+                    },
+                    None => header
                         .embedding
                         .as_ref()
-                        .map_or(0.0, |m| crate::embed::match_floor(&m.id))
-                });
+                        .map(|m| crate::embed::match_rule(&m.id))
+                        .unwrap_or_default(),
+                };
+                let best = fused.iter().map(|h| h.semantic).fold(0.0, f32::max);
+                let floor = match rule.within_best {
+                    Some(d) => rule.floor.max(best - d),
+                    None => rule.floor,
+                };
                 fused
                     .into_iter()
                     .filter(|h| h.lexical > 0.0 || h.semantic >= floor)

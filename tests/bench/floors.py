@@ -1,20 +1,23 @@
 #!/usr/bin/env python3
-"""Chooses each embedding model's match floor (src/embed/mod.rs `match_floor`): the cosine
-from which a chunk that shares no word with the query still counts as a match.
+"""Chooses each embedding model's match rule (src/embed/mod.rs `match_rule`): when a chunk that
+shares no word with the query still counts as a match — its cosine at least a floor, or at
+most some distance below the query's best cosine.
 
 Data: the docs-questions dev and train splits only (never test), in semantic mode, top 100
 chunks, up to 10 per document. For every judged document (grade >= 1) found there, its best
-chunk's cosine; the floor is the 2.5th percentile of those (97.5 % of the answers stay above
-it). MiniLM: the English corpora. E5 (multilingual): the Russian corpora, and cross-language
+chunk's cosine, and its gap to the query's best cosine; the floor is the 2.5th percentile of
+the cosines, the relative rule the 97.5th percentile of the gaps (97.5 % of the answers pass
+either way). Also printed: the median non-answer, which a floor must stay below to be worth
+anything, and the share of non-answers each rule keeps. MiniLM: the English corpora. E5 (multilingual): the Russian corpora, and cross-language
 pairs made from the same questions: English fastapi questions over the Russian fastapi docs
 (judged pages mapped docs/en/ -> docs/ru/ where the translation exists), and Russian ones over
 the English docs built with E5.
 
 Needs the bundles `make bench-quality` caches (under $DOCLOUPE_CACHE/bench-quality) and
-builds the English fastapi docs with E5 once (a few minutes). Prints the percentiles;
-MiniLM's constant in src/embed/mod.rs is set from its output by hand. E5's percentiles show
-why it has none: its answers' 2.5th percentile lies below the median of what is not an
-answer (ARCHITECTURE.md, `src/search/fuse.rs`).
+builds the English fastapi docs with E5 once (a few minutes). Prints the percentiles; the
+constants in src/embed/mod.rs are set from its output by hand: MiniLM a floor, E5 the
+relative rule (its answers' 2.5th percentile lies below the median non-answer, so no floor
+separates them; ARCHITECTURE.md).
 
     python3 tests/bench/floors.py
 """
@@ -49,8 +52,10 @@ def e5_bundle(corpus):
     return out
 
 
-def best_cosines(bundle_path, questions):
-    """The best chunk cosine of every judged document in each question's top 100."""
+def best_cosines(bundle_path, questions, stats=None):
+    """The best chunk cosine of every judged document in each question's top 100; with
+    `stats` (a dict), also its gap to the question's best cosine, and the non-answers'
+    cosines and gaps."""
     lines = "".join(json.dumps({"query": q["question"], "mode": "semantic", "limit": 100,
                                 "maxChunksPerDocument": 10, "includeContext": False}) + "\n"
                     for q in questions)
@@ -60,11 +65,18 @@ def best_cosines(bundle_path, questions):
     found, missed = [], 0
     for q, line in zip(questions, out.splitlines()):
         best = {}
-        for r in json.loads(line)["results"]:
-            path = r["documentPath"]
+        results = json.loads(line)["results"]
+        top = results[0]["rankingSignals"]["semantic"] if results else 0.0
+        for r in results:
+            path, cos = r["documentPath"], r["rankingSignals"]["semantic"]
             if q["judgments"].get(path, 0) >= 1:
-                best[path] = max(best.get(path, 0.0), r["rankingSignals"]["semantic"])
+                best[path] = max(best.get(path, 0.0), cos)
+            elif stats is not None:
+                stats.setdefault("non", []).append(cos)
+                stats.setdefault("non_gap", []).append(top - cos)
         found.extend(best.values())
+        if stats is not None:
+            stats.setdefault("gap", []).extend(top - c for c in best.values())
         missed += sum(1 for p, g in q["judgments"].items() if g >= 1 and p not in best)
     return found, missed
 
@@ -87,13 +99,14 @@ def main():
     for q in chosen:
         by_corpus.setdefault(q["corpus"], []).append(q)
     minilm, e5, missed = [], [], {"minilm": 0, "e5": 0}
+    stats = {"minilm": {}, "e5": {}}
     for corpus, questions in sorted(by_corpus.items()):
         if not os.path.exists(os.path.join(BENCH, "docs", corpus, "bundle.bundle")):
             print(f"{corpus}: no cached bundle, skipped")
             continue
-        values, m = best_cosines(bundle(corpus), questions)
-        report(corpus, values, m)
         model = "e5" if corpus.startswith("ru-") else "minilm"
+        values, m = best_cosines(bundle(corpus), questions, stats[model])
+        report(corpus, values, m)
         (e5 if model == "e5" else minilm).extend(values)
         missed[model] += m
     # Cross-language: the fastapi questions over the other language's docs, with E5.
@@ -107,15 +120,22 @@ def main():
             j = {p.replace(src, dst, 1): g for p, g in q["judgments"].items()}
             out.append({**q, "judgments": j})
         return out
-    values, m = best_cosines(ru_docs, mapped(en_q, "docs/en/", "docs/ru/"))
+    values, m = best_cosines(ru_docs, mapped(en_q, "docs/en/", "docs/ru/"), stats["e5"])
     report("en questions -> ru fastapi docs (E5)", values, m)
     e5.extend(values)
-    values2, m2 = best_cosines(en_docs, mapped(ru_q, "docs/ru/", "docs/en/"))
+    values2, m2 = best_cosines(en_docs, mapped(ru_q, "docs/ru/", "docs/en/"), stats["e5"])
     report("ru questions -> en fastapi docs (E5)", values2, m2)
     e5.extend(values2)
     print()
     report("MiniLM (all)", minilm, missed["minilm"])
     report("E5 (all, same- and cross-language)", e5, missed["e5"] + m + m2)
+    print()
+    for model, st in stats.items():
+        floor, gap = pct(minilm if model == "minilm" else e5, .025), pct(st["gap"], .975)
+        kept_floor = sum(c >= floor for c in st["non"]) / len(st["non"])
+        kept_gap = sum(g <= gap for g in st["non_gap"]) / len(st["non_gap"])
+        print(f"{model}: floor {floor:.3f} (non-answers' median {pct(st['non'], .5):.3f}; it keeps "
+              f"{kept_floor:.0%} of them) | within {gap:.3f} of the best (keeps {kept_gap:.0%} of them)")
 
 
 if __name__ == "__main__":
