@@ -444,7 +444,7 @@ impl Engine {
             pool,
         );
         // What matches: a chunk holding a query word (or a close spelling of one), or, on the
-        // semantic side, one at least as close as the model's floor. The rest of the nearest
+        // semantic side, one close enough by the model's match rule. The rest of the nearest
         // neighbours (in a small collection, all of it) is not an answer: it is neither
         // returned nor counted in `total` and the facets.
         // (Without vector search every answer is lexical.)

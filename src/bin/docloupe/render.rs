@@ -46,6 +46,15 @@ impl Page {
         }
     }
 
+    /// The number the page's first document is listed under (1 on the first page).
+    fn first_number(&self) -> usize {
+        if self.in_results {
+            1
+        } else {
+            self.offset + 1
+        }
+    }
+
     /// "3 of 12 documents", "documents 11–20 of 34", "document 7 of 7", "results 51–60 of
     /// 120 (34 documents)".
     fn header(&self, r: &SearchResponse, shown: usize) -> String {
@@ -217,17 +226,6 @@ pub fn text(
     Ok(())
 }
 
-impl Page {
-    /// The number the page's first document is listed under (1 on the first page).
-    fn first_number(&self) -> usize {
-        if self.in_results {
-            1
-        } else {
-            self.offset + 1
-        }
-    }
-}
-
 /// A result's context chunks (asked for with `includeContext` / `--context`): those before
 /// it and those after it.
 fn neighbours(res: &SearchResult) -> (Vec<&ContextChunk>, Vec<&ContextChunk>) {
@@ -299,11 +297,9 @@ pub fn markdown(r: &SearchResponse, page: &Page) -> String {
                 }
                 .replace('\n', " ")
             ));
-            if !before.is_empty() || !after.is_empty() {
-                // Context below the fragment, in reading order, marked before/after.
-                for c in before.into_iter().chain(after) {
-                    md.push_str(&quote(c));
-                }
+            // Context below the fragment, in reading order, marked before/after.
+            for c in before.into_iter().chain(after) {
+                md.push_str(&quote(c));
             }
         }
     }
