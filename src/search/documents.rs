@@ -5,14 +5,14 @@
 //!
 //! Request: `query` (1..500 characters, required), `limit` (documents, 1..50, default 10),
 //! `page` (1-based, counted in documents: page `p` holds documents `(p−1)·limit + 1 ..
-//! p·limit`; default 1),
-//! `document_types` (`["pdf", "md"]`), `date_range` (`{from, to}`, ISO dates), `source_filter`
-//! (path prefix), `include_context` (default true), `max_chunks` (fragments per document,
-//! 1..10, default 3), `search_mode` (`semantic` | `fulltext` | `hybrid`, default hybrid).
-//! A fragment's text is its snippet, or its whole text trimmed to `maxCharsPerChunk` when
-//! the contract request asked for that (the CLI's `--max-chars-per-chunk`).
-//! Response: `{success: true, query, total_results, search_time: "0.245s", results: [...],
-//! facets: {document_types, date_distribution}, suggestions}` or `{success: false, error:
+//! p·limit`; default 1), `document_types` (`["pdf", "md"]`), `date_range` (`{from, to}`, ISO
+//! dates), `source_filter` (path prefix), `include_context` (default true), `max_chunks`
+//! (fragments per document, 1..10, default 3), `search_mode` (`semantic` | `fulltext` |
+//! `hybrid`, default hybrid). A fragment's text is its snippet, or its whole text trimmed to
+//! `maxCharsPerChunk` when the contract request asked for that (the CLI's
+//! `--max-chars-per-chunk`). Response: `{success: true, query, total_results, search_time:
+//! "0.245s", results: [...], facets: {document_types, date_distribution, undated},
+//! suggestions}` or `{success: false, error:
 //! {code, message, details}}` with codes `INVALID_QUERY`, `RATE_LIMIT`, `INDEX_UNAVAILABLE`,
 //! `UNAUTHORIZED`, `INTERNAL_ERROR`.
 

@@ -245,6 +245,12 @@ test('a result never opens a javascript: URL or another site, whatever href says
   assert.equal(paths[0], `${bare.url}/javascript%3Aalert(1).md`);
   assert.ok(paths.every((u) => new URL(u).origin === bare.url), `every page path stays on the site: ${paths}`);
   assert.equal(paths[2], `${bare.url}/guide/a%20b%23c.md`);
+  // The models first: once in, they reset the status line, which would race the refusals'
+  // message below (a flake seen on a fresh-clone run).
+  await page.keyboard.press('Control+k');
+  await page.waitForFunction(() => document.querySelector('.dls-status')?.textContent !== 'Loading the search…');
+  await modelsReady(page);
+  await page.keyboard.press('Escape');
   for (const target of ['javascript:document.title="pwned"', 'https://elsewhere.example/x', '//elsewhere.example/x', 'data:text/html,x']) {
     await page.evaluate(async (t) => {
       const { DocloupeSearch } = await import('/www/docloupe-search.js');
