@@ -40,13 +40,14 @@ struct ChunkMetaV1 {
     line_end: u32,
 }
 
-impl From<DocsSectionV1> for DocsSection {
+/// Format 1 is format 2 without citations and page spans.
+impl From<DocsSectionV1> for DocsSectionV2 {
     fn from(v1: DocsSectionV1) -> Self {
-        DocsSection {
+        DocsSectionV2 {
             documents: v1
                 .documents
                 .into_iter()
-                .map(|d| Document {
+                .map(|d| DocumentV2 {
                     path: d.path,
                     doc_id: d.doc_id,
                     title: d.title,
@@ -58,8 +59,6 @@ impl From<DocsSectionV1> for DocsSection {
                     first_chunk: d.first_chunk,
                     chunk_count: d.chunk_count,
                     citation: None,
-                    created: None,
-                    file_size: None,
                 })
                 .collect(),
             chunks: v1
@@ -77,6 +76,12 @@ impl From<DocsSectionV1> for DocsSection {
                 })
                 .collect(),
         }
+    }
+}
+
+impl From<DocsSectionV1> for DocsSection {
+    fn from(v1: DocsSectionV1) -> Self {
+        DocsSectionV2::from(v1).into()
     }
 }
 
