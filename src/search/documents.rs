@@ -30,7 +30,8 @@ pub const DEFAULT_LIMIT: u32 = 10;
 pub const MAX_LIMIT: u32 = 50;
 pub const DEFAULT_MAX_CHUNKS: u32 = 3;
 pub const MAX_MAX_CHUNKS: u32 = 10;
-/// Deepest page: the contract's deepest `offset` in documents of the largest `limit`.
+/// Deepest page: the contract's deepest `offset` in documents of the largest `limit`, so
+/// every page of every valid `limit` starts within `MAX_OFFSET`.
 pub const MAX_PAGE: u32 = (super::request::MAX_OFFSET as u32) / MAX_LIMIT + 1;
 
 /// The tool's input. Unknown fields are refused, as the schema says (`additionalProperties:
@@ -133,17 +134,6 @@ impl DocumentsRequest {
             return Err(DocumentsError::invalid(
                 "page",
                 &format!("must be 1..{MAX_PAGE}"),
-            ));
-        }
-        if (self.page - 1) as usize * self.limit as usize > super::request::MAX_OFFSET {
-            return Err(DocumentsError::invalid(
-                "page",
-                &format!(
-                    "page {} of {} documents starts past document {}",
-                    self.page,
-                    self.limit,
-                    super::request::MAX_OFFSET
-                ),
             ));
         }
         if !(1..=MAX_MAX_CHUNKS).contains(&self.max_chunks) {
