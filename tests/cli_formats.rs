@@ -234,34 +234,19 @@ fn pages_of_documents_from_the_cli() {
     );
 }
 
-/// Splits a command line the way a shell does for the examples' needs: spaces separate words,
-/// double quotes group them.
+/// The words bash makes of `line`, as the /search command file's shell line does.
 fn shell_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let (mut quoted, mut any) = (false, false);
-    for c in line.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                any = true;
-            }
-            ' ' if !quoted => {
-                if any {
-                    words.push(std::mem::take(&mut word));
-                }
-                any = false;
-            }
-            c => {
-                word.push(c);
-                any = true;
-            }
-        }
-    }
-    if any {
-        words.push(word);
-    }
-    words
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("printf '%s\\0' {line}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "bash cannot split {line:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_terminator('\0')
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Issue 25 #6: every `/search` example in `.claude/commands/search.md` (and the README's)
