@@ -40,14 +40,13 @@ struct ChunkMetaV1 {
     line_end: u32,
 }
 
-/// Format 1 is format 2 without citations and page spans.
-impl From<DocsSectionV1> for DocsSectionV2 {
+impl From<DocsSectionV1> for DocsSection {
     fn from(v1: DocsSectionV1) -> Self {
-        DocsSectionV2 {
+        DocsSection {
             documents: v1
                 .documents
                 .into_iter()
-                .map(|d| DocumentV2 {
+                .map(|d| Document {
                     path: d.path,
                     doc_id: d.doc_id,
                     title: d.title,
@@ -59,6 +58,8 @@ impl From<DocsSectionV1> for DocsSectionV2 {
                     first_chunk: d.first_chunk,
                     chunk_count: d.chunk_count,
                     citation: None,
+                    created: None,
+                    file_size: None,
                 })
                 .collect(),
             chunks: v1
@@ -76,12 +77,6 @@ impl From<DocsSectionV1> for DocsSectionV2 {
                 })
                 .collect(),
         }
-    }
-}
-
-impl From<DocsSectionV1> for DocsSection {
-    fn from(v1: DocsSectionV1) -> Self {
-        DocsSectionV2::from(v1).into()
     }
 }
 
