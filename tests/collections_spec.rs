@@ -720,17 +720,26 @@ fn an_incremental_build_re_embeds_only_changed_chunks_and_equals_a_clean_build()
 }
 
 #[test]
-fn an_incremental_build_with_an_hnsw_graph_equals_a_clean_build_too() {
-    // Large collections get an HNSW graph (from 10k chunks); the graph is rebuilt from the
-    // same points in the same order on one thread, so reusing vectors keeps it identical.
+fn an_incremental_build_with_compact_codes_equals_a_clean_build_too() {
+    // Large collections get compact first-pass codes (from 10k chunks), computed from the
+    // collection's mean: one changed chunk changes the mean, and every code is recomputed from
+    // the same int8 vectors in the same order, so reusing vectors keeps the bundle identical.
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     mixed_folder(&docs);
     let model = common::model_dir();
-    let args = ["--model", model.to_str().unwrap(), "--hnsw-threshold", "2"];
+    let args = [
+        "--model",
+        model.to_str().unwrap(),
+        "--compact-threshold",
+        "2",
+    ];
     let first = tmp.path().join("first.bundle");
     build(&docs, &first, &args).unwrap();
-    assert!(engine(&first).header().flags.hnsw);
+    assert!(matches!(
+        engine(&first).bundle().unwrap().vectors,
+        Some(docloupe::index::vector::VectorIndex::Coded(_))
+    ));
     write(
         &docs,
         "notes/plain.txt",

@@ -43,16 +43,20 @@ fn a_copy_elsewhere_builds_the_same_bytes() {
 }
 
 #[test]
-fn hnsw_bundles_are_reproducible_too() {
+fn bundles_with_compact_codes_are_reproducible_too() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a.bundle"), tmp.path().join("b.bundle"));
-    common::build(&common::fixtures(), &a, &["--hnsw-threshold", "1"]);
-    common::build(&common::fixtures(), &b, &["--hnsw-threshold", "1"]);
+    common::build(&common::fixtures(), &a, &["--compact-threshold", "1"]);
+    common::build(&common::fixtures(), &b, &["--compact-threshold", "1"]);
     assert_eq!(sha(&a), sha(&b));
     let engine =
         docloupe::Engine::from_bundle(&std::fs::read(&a).unwrap(), Some(common::model_files()))
             .unwrap();
-    assert!(engine.header().flags.hnsw);
+    assert!(matches!(
+        engine.bundle().unwrap().vectors,
+        Some(docloupe::index::vector::VectorIndex::Coded(_))
+    ));
+    assert!(!engine.header().flags.hnsw);
 }
 
 #[test]

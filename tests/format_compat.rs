@@ -10,7 +10,12 @@
 //! 10.1000/edge.2020, keyword caching, collection Thesis) and `caching` (webpage "Caching
 //! guide", URL https://example.org/caching). `v3-fulltext.bundle` was written by format
 //! version 3 from `tests/fixtures/docs` with `--no-embeddings --project docloupe/fixtures`.
+//! `v4-coded.bundle` was written by format version 4 from `tests/fixtures/docs` with
+//! `--model` (all-MiniLM-L6-v2 int8), `--compact-threshold 1` (compact first-pass codes) and
+//! `--project docloupe/fixtures`.
 //! Never regenerate them — add new files for a new format version instead.
+
+mod common;
 
 use docloupe::bundle::{self, FORMAT_VERSION};
 use docloupe::{Engine, Mode, SearchRequest};
@@ -22,6 +27,8 @@ const V1_HYBRID: &[u8] = include_bytes!("fixtures/bundles/v1-hybrid.bundle");
 const V2_MIXED: &[u8] = include_bytes!("fixtures/bundles/v2-mixed.bundle");
 /// Format 3: documents with their creation date and file size.
 const V3: &[u8] = include_bytes!("fixtures/bundles/v3-fulltext.bundle");
+/// Format 4: vectors with compact first-pass codes.
+const V4: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");
 
 #[test]
 fn a_frozen_v1_bundle_still_loads_and_answers() {
@@ -111,10 +118,28 @@ fn a_frozen_v3_bundle_loads_with_dates_and_sizes() {
 }
 
 #[test]
+fn a_frozen_v4_bundle_searches_its_compact_codes() {
+    use docloupe::index::vector::VectorIndex;
+    let engine = Engine::from_bundle(V4, Some(common::model_files())).unwrap();
+    let Some(VectorIndex::Coded(coded)) = &engine.bundle().unwrap().vectors else {
+        panic!("the v4 fixture holds compact codes");
+    };
+    assert_eq!(coded.codes.len(), coded.vectors.len() * 48);
+    let r = engine
+        .search(&SearchRequest {
+            query: "how big may the cache grow".into(),
+            mode: Some(Mode::Semantic),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.results[0].document_path, "en/caching.md");
+}
+
+#[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 3 the encoder must still write exactly these bytes; when the
+    // While FORMAT_VERSION is 4 the encoder must still write exactly these bytes; when the
     // format changes, this test moves to the new version's frozen file.
-    if FORMAT_VERSION == 3 {
-        assert_eq!(bundle::encode(&bundle::decode(V3).unwrap()).unwrap(), V3);
+    if FORMAT_VERSION == 4 {
+        assert_eq!(bundle::encode(&bundle::decode(V4).unwrap()).unwrap(), V4);
     }
 }

@@ -29,7 +29,7 @@ pub struct BuildConfig {
     /// The embedding model, or none (fulltext only), or the choice left to the collection.
     pub model: ModelChoice,
     pub lang: Option<Language>,
-    pub hnsw_threshold: usize,
+    pub compact_threshold: usize,
     pub progress: bool,
     /// A CSL-JSON bibliography to match documents against.
     pub references: Option<References>,
@@ -273,7 +273,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         builder: format!("index-builder {}", env!("CARGO_PKG_VERSION")),
         project_id: cfg.project.clone(),
         model,
-        hnsw_threshold: cfg.hnsw_threshold,
+        compact_threshold: cfg.compact_threshold,
     };
     let documents_processed = docs.len();
     let bundle = build_bundle(docs, &opts)?;

@@ -137,9 +137,9 @@ struct BuildArgs {
     /// Document language: from front matter or detected (auto), or forced.
     #[arg(long, value_enum, default_value_t = LangArg::Auto)]
     lang: LangArg,
-    /// Vectors get an HNSW graph from this many chunks on (below: exact scan).
-    #[arg(long, default_value_t = docloupe::index::HNSW_THRESHOLD, hide = true)]
-    hnsw_threshold: usize,
+    /// Vectors get compact first-pass codes from this many chunks on (below: exact scan).
+    #[arg(long, default_value_t = docloupe::index::COMPACT_THRESHOLD, hide = true)]
+    compact_threshold: usize,
     /// Show no progress bar even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -312,7 +312,7 @@ fn build(args: BuildArgs) -> Result<()> {
         project: args.project,
         model,
         lang,
-        hnsw_threshold: args.hnsw_threshold,
+        compact_threshold: args.compact_threshold,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         references,
         incremental: args.incremental,
@@ -406,8 +406,18 @@ fn inspect(path: &std::path::Path) -> Result<()> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let (header, body) = docloupe::bundle::decode_header(&bytes)?;
     let mut sections = Vec::new();
+    let mut vector_index = None;
     for s in &header.sections {
-        docloupe::bundle::section_bytes(&bytes, body, s)?;
+        let raw = docloupe::bundle::section_bytes(&bytes, body, s)?;
+        if s.kind.name() == "vectors" {
+            // postcard writes the variant of `VectorIndex` first, as a one-byte varint.
+            vector_index = raw.first().map(|v| match v {
+                0 => "exact",
+                1 => "hnsw",
+                2 => "coded",
+                _ => "unknown",
+            });
+        }
         sections.push(serde_json::json!({
             "kind": s.kind.name(),
             "offset": body as u64 + s.offset,
@@ -423,6 +433,7 @@ fn inspect(path: &std::path::Path) -> Result<()> {
         "embedding": header.embedding,
         "counts": header.counts,
         "flags": header.flags,
+        "vectorIndex": vector_index,
         "sections": sections,
     });
     print_line(&serde_json::to_string_pretty(&report)?)?;

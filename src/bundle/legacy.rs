@@ -1,7 +1,8 @@
 //! Earlier formats' data model, read and converted to the current one. Only the `docs`
 //! section changed since format 1 (format 2 added `citation` to documents and
 //! `page_span` to chunks; format 3 `created` and `file_size` to documents); every other
-//! section decodes with the current types.
+//! section decodes with the current types (format 4 only added a variant to the vectors
+//! section's enum, so format 3 reads as format 4).
 
 use serde::Deserialize;
 

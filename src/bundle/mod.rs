@@ -31,7 +31,9 @@ pub use model::*;
 pub use path::{document_path_problem, url_scheme};
 
 /// The format version this engine writes. 2: documents record their citation, chunks
-/// their page span (PDF).
-pub const FORMAT_VERSION: u32 = 3;
+/// their page span (PDF). 3: documents' creation date and file size. 4: large collections'
+/// vectors carry compact first-pass codes ([`crate::index::vector::Coded`]) instead of an
+/// HNSW graph.
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this engine still reads.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;

@@ -87,7 +87,8 @@ pub struct Counts {
 pub struct Flags {
     /// Vectors are present: semantic and hybrid search are possible.
     pub hybrid: bool,
-    /// The vectors carry an HNSW graph (large bundles) instead of being scanned exactly.
+    /// The vectors carry an HNSW graph (large bundles of formats 1–3). Format 4 builds
+    /// compact codes instead and leaves this false; `index-builder inspect` names the kind.
     pub hnsw: bool,
 }
 

@@ -80,14 +80,13 @@ pub struct BuildOptions {
     pub builder: String,
     pub project_id: Option<String>,
     pub model: Option<ModelInfo>,
-    /// At or above this many chunks the vectors get an HNSW graph; below, search scans
-    /// them exactly (faster and exact at that size).
-    pub hnsw_threshold: usize,
+    /// At or above this many chunks the vectors get compact first-pass codes; below, search
+    /// scans them exactly.
+    pub compact_threshold: usize,
 }
 
-/// Default for [`BuildOptions::hnsw_threshold`]: an exact int8 scan of 10k × 384 dims takes a
-/// few milliseconds natively and ~10 ms in wasm; above that the graph pays off.
-pub const HNSW_THRESHOLD: usize = 10_000;
+/// Default for [`BuildOptions::compact_threshold`]: see ARCHITECTURE.md for the measurement.
+pub const COMPACT_THRESHOLD: usize = 10_000;
 
 /// The text the embedding model sees for a chunk: its breadcrumb, then its body. The
 /// breadcrumb gives short sections their context ("Install › Windows" + two lines).
@@ -226,10 +225,10 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
         });
     }
     let lexical = lexical.finish();
-    let vectors = match &opts.model {
-        Some(_) => Some(VectorIndex::build(vectors, opts.hnsw_threshold)?),
-        None => None,
-    };
+    let vectors = opts
+        .model
+        .is_some()
+        .then(|| VectorIndex::build(vectors, opts.compact_threshold));
     let header = Header {
         builder: opts.builder.clone(),
         project_id: opts.project_id.clone(),

@@ -4,14 +4,16 @@
 use super::corpus::Corpus;
 use super::filter::DocMask;
 use crate::index::lexical::QueryTerm;
+use crate::index::vector::VectorIndex;
 
 /// How many chunks each retriever hands to fusion (at least; a larger `limit` raises it).
 /// Fusion then scores the union exactly on both signals, so a chunk found by only one side
 /// is still judged on both.
 pub const POOL_PER_SIDE: usize = 100;
 
-/// Below this many chunks in scope, a filtered vector search scans them exactly instead of
-/// filtering the graph's answer (which could leave fewer than `k` in scope).
+/// Below this many chunks in scope, a filtered vector search of an HNSW graph (formats 1–3)
+/// scans them exactly instead of filtering the graph's answer (which could leave fewer than
+/// `k` in scope).
 const EXACT_SCAN_LIMIT: usize = 50_000;
 
 /// What retrieval reads: the corpus, the storage position of each chunk's vector, the scope.
@@ -39,19 +41,19 @@ impl Retriever<'_> {
         if !self.mask.is_restricted() {
             return vectors.nearest(query, k);
         }
-        let exact = matches!(vectors, crate::index::vector::VectorIndex::Flat(_))
-            || self.mask.chunks_in_scope <= EXACT_SCAN_LIMIT;
-        let mut hits: Vec<(u32, f32)> = if exact {
-            (0..self.corpus.n_chunks() as u32)
-                .filter(|&c| self.mask.allows_chunk(self.corpus, c))
-                .filter_map(|c| self.cosine(query, c).map(|s| (c, s)))
-                .collect()
-        } else {
-            vectors
+        let in_scope = |c: u32| self.mask.allows_chunk(self.corpus, c);
+        let mut hits: Vec<(u32, f32)> = match vectors {
+            // The first pass reads only in-scope codes, so the shortlist is all in scope.
+            VectorIndex::Coded(c) => return c.nearest_where(query, k, &in_scope),
+            VectorIndex::Hnsw(_) if self.mask.chunks_in_scope > EXACT_SCAN_LIMIT => vectors
                 .nearest(query, usize::MAX)
                 .into_iter()
-                .filter(|&(c, _)| self.mask.allows_chunk(self.corpus, c))
-                .collect()
+                .filter(|&(c, _)| in_scope(c))
+                .collect(),
+            _ => (0..self.corpus.n_chunks() as u32)
+                .filter(|&c| in_scope(c))
+                .filter_map(|c| self.cosine(query, c).map(|s| (c, s)))
+                .collect(),
         };
         hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         hits.truncate(k);
