@@ -177,9 +177,11 @@ impl Coded {
         let mut table = vec![[0f32; 256]; cb];
         for (j, t) in table.iter_mut().enumerate() {
             let span = j * 8..(j * 8 + 8).min(dims);
+            // A query shorter than the codes (only a hand-given vector can be) reads as zeros
+            // there, as `dot_f32` reads it.
             let w = |d: usize| {
                 let (lo, hi) = (self.low[d], self.high[d]);
-                (q[d] - (hi + lo) / 2.0) * (hi - lo)
+                (q.get(d).copied().unwrap_or(0.0) - (hi + lo) / 2.0) * (hi - lo)
             };
             let lows: Vec<f32> = span.clone().map(|d| -w(d) / 2.0).collect();
             let gains: Vec<f32> = span.map(w).collect();
@@ -591,6 +593,14 @@ mod tests {
             .collect();
         // 5,000 allowed, 1,600 rescored: the best 20 are all found at this size.
         assert_eq!(odd, exact);
+    }
+
+    #[test]
+    fn a_query_of_the_wrong_length_is_scored_without_panicking() {
+        let coded = VectorIndex::build(unit_vectors(50, 16), 1);
+        assert_eq!(coded.nearest(&[0.5; 3], 5).len(), 5);
+        assert_eq!(coded.nearest(&[0.1; 40], 5).len(), 5);
+        assert_eq!(coded.nearest(&[], 5).len(), 5);
     }
 
     #[test]

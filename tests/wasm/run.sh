@@ -6,8 +6,9 @@
 #      in Node, and docloupe.js in a Web Worker and on the page thread in Chromium
 #      (browser.test.mjs, also a native/wasm parity run);
 #   3. native/wasm parity over tests/parity/requests.jsonl (parity.mjs): the simd128 build
-#      against native's fast kernels within model rounding, the portable build against native's
-#      portable kernels byte for byte.
+#      against native's fast kernels within model rounding (also on a bundle with compact
+#      vector codes, 40 requests), the portable build against native's portable kernels byte
+#      for byte.
 # Needs `make wasm` and the release binaries; models from the cache (MODEL_DIR) and the
 # committed reranker.
 set -euo pipefail
@@ -26,6 +27,14 @@ WASM_BINDGEN_USE_BROWSER=1 CHROMEDRIVER=${CHROMEDRIVER:-/usr/bin/chromedriver} \
 target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bundle" \
   --model "$MODEL_DIR" --quiet >/dev/null
 target/release/index-builder split "$work/fixtures.bundle" --out "$work/fixtures.split" >/dev/null
+# The same documents with compact first-pass codes (what collections from 10,000 chunks get),
+# so the wasm engine decodes and searches them too; the first 40 requests (20 hybrid, 10
+# semantic).
+target/release/index-builder build tests/fixtures/docs --out "$work/coded.bundle" \
+  --model "$MODEL_DIR" --compact-threshold 1 --quiet >/dev/null
+head -40 tests/parity/requests.jsonl > "$work/requests-40.jsonl"
+target/release/docloupe search --bundle "$work/coded.bundle" --models "$MODEL_DIR" \
+  --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < "$work/requests-40.jsonl" > "$work/native-coded.jsonl"
 target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
   --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < tests/parity/requests.jsonl > "$work/native.jsonl"
 target/release/docloupe search --kernels portable --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
@@ -39,6 +48,9 @@ DOCLOUPE_PKG=www/pkg DOCLOUPE_BUNDLE="$work/fixtures.bundle" DOCLOUPE_SPLIT="$wo
 echo "== parity: native vs wasm (Node), fast kernels: equal up to model rounding"
 node tests/wasm/parity.mjs www/pkg/full "$work/fixtures.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
   tests/parity/requests.jsonl "$work/native.jsonl"
+echo "== parity: native vs wasm (Node) on a bundle with compact vector codes, fast kernels"
+node tests/wasm/parity.mjs www/pkg/full "$work/coded.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
+  "$work/requests-40.jsonl" "$work/native-coded.jsonl"
 echo "== parity: native vs wasm (Node), portable kernels: byte for byte"
 node tests/wasm/parity.mjs --exact www/pkg/portable "$work/fixtures.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
   tests/parity/requests.jsonl "$work/native-portable.jsonl"
