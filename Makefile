@@ -127,9 +127,10 @@ unit: build
 	$(CARGO) test --release --workspace
 
 # Node: the JS API on the wasm builds and native/wasm parity over tests/parity/requests.jsonl
-# (fast kernels within model rounding, portable kernels byte for byte).
+# (fast kernels within model rounding, also on a coded bundle and with the E5 model; portable
+# kernels byte for byte).
 test-wasm: models build wasm
-	MODEL_DIR=$(MODEL_DIR) bash tests/wasm/run.sh
+	MODEL_DIR=$(MODEL_DIR) E5_DIR=$(E5_DIR) bash tests/wasm/run.sh
 
 # The docs site and <docloupe-search> in headless Chromium (screenshots in target/test-output/web).
 test-web: models build wasm

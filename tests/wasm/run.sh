@@ -7,13 +7,14 @@
 #      (browser.test.mjs, also a native/wasm parity run);
 #   3. native/wasm parity over tests/parity/requests.jsonl (parity.mjs): the simd128 build
 #      against native's fast kernels within model rounding (also on a bundle with compact
-#      vector codes, 40 requests), the portable build against native's portable kernels byte
-#      for byte.
+#      vector codes, 40 requests, and with the multilingual E5 model, 20 English and 20
+#      Russian requests), the portable build against native's portable kernels byte for byte.
 # Needs `make wasm` and the release binaries; models from the cache (MODEL_DIR) and the
 # committed reranker.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODEL_DIR=${MODEL_DIR:?MODEL_DIR (the embedding model directory) is required}
+E5_DIR=${E5_DIR:?E5_DIR (the multilingual model directory) is required}
 RERANKER_DIR=prebuild/reranker/model
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -35,6 +36,13 @@ target/release/index-builder build tests/fixtures/docs --out "$work/coded.bundle
 head -40 tests/parity/requests.jsonl > "$work/requests-40.jsonl"
 target/release/docloupe search --bundle "$work/coded.bundle" --models "$MODEL_DIR" \
   --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < "$work/requests-40.jsonl" > "$work/native-coded.jsonl"
+# The same documents embedded by the multilingual model (E5), which the wasm host loads because
+# the bundle names it: 20 English and 20 Russian requests.
+target/release/index-builder build tests/fixtures/docs --out "$work/e5.bundle" \
+  --model "$E5_DIR" --quiet >/dev/null
+sed -n 21,60p tests/parity/requests.jsonl > "$work/requests-e5.jsonl"
+target/release/docloupe search --bundle "$work/e5.bundle" --models "$E5_DIR" \
+  --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < "$work/requests-e5.jsonl" > "$work/native-e5.jsonl"
 target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
   --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < tests/parity/requests.jsonl > "$work/native.jsonl"
 target/release/docloupe search --kernels portable --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
@@ -51,6 +59,9 @@ node tests/wasm/parity.mjs www/pkg/full "$work/fixtures.bundle" "$MODEL_DIR" "$R
 echo "== parity: native vs wasm (Node) on a bundle with compact vector codes, fast kernels"
 node tests/wasm/parity.mjs www/pkg/full "$work/coded.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
   "$work/requests-40.jsonl" "$work/native-coded.jsonl"
+echo "== parity: native vs wasm (Node) with the multilingual model (E5), fast kernels"
+node tests/wasm/parity.mjs www/pkg/full "$work/e5.bundle" "$E5_DIR" "$RERANKER_DIR" \
+  "$work/requests-e5.jsonl" "$work/native-e5.jsonl"
 echo "== parity: native vs wasm (Node), portable kernels: byte for byte"
 node tests/wasm/parity.mjs --exact www/pkg/portable "$work/fixtures.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
   tests/parity/requests.jsonl "$work/native-portable.jsonl"
