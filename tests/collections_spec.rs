@@ -677,6 +677,9 @@ fn an_incremental_build_re_embeds_only_changed_chunks_and_equals_a_clean_build()
         (r1["chunksEmbedded"].as_u64(), r1["chunksReused"].as_u64()),
         (Some(0), Some(total))
     );
+    // …and no file is cut into chunks again: unchanged files take their chunks over.
+    assert_eq!(r0["documentsChunked"], r0["documentsProcessed"]);
+    assert_eq!(r1["documentsChunked"], 0, "{r1:#}");
     assert_eq!(
         std::fs::read(&again).unwrap(),
         std::fs::read(&first).unwrap()
@@ -717,6 +720,8 @@ fn an_incremental_build_re_embeds_only_changed_chunks_and_equals_a_clean_build()
         r3["chunksWritten"].as_u64().unwrap() - changed
     );
     assert_eq!(r3["chunksEmbedded"], r3["chunksWritten"]);
+    // Only the changed and the new file were chunked again.
+    assert_eq!(r2["documentsChunked"], 2, "{r2:#}");
 }
 
 #[test]

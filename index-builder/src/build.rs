@@ -76,6 +76,9 @@ pub struct IngestResult {
     pub chunks_embedded: usize,
     /// Chunks whose vectors were taken over from the previous bundle (`--incremental`).
     pub chunks_reused: usize,
+    /// Documents cut into chunks in this build; with `--incremental` the others (same path,
+    /// same bytes) took their chunks over from the previous bundle.
+    pub documents_chunked: usize,
     /// Documents matched to an entry of `--references`.
     pub documents_cited: usize,
     pub warnings: Vec<String>,
@@ -177,10 +180,14 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     let max_tokens = embedder
         .as_ref()
         .map_or(256, |e| e.info().max_tokens as usize);
+    let plans_taken = std::sync::atomic::AtomicUsize::new(0);
     let parsed: Vec<(Option<ReadDocument>, Vec<String>)> = converted
         .into_par_iter()
         .map(|(c, mut w)| {
-            let doc = c.and_then(|c| plan_document(c, &cfg, max_tokens, counter.as_ref(), &mut w));
+            let doc = c.and_then(|c| {
+                let previous = (&reuse.plans, &plans_taken);
+                plan_document(c, &cfg, previous, max_tokens, counter.as_ref(), &mut w)
+            });
             (doc, w)
         })
         .collect();
@@ -218,7 +225,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     for chunks in &planned {
         for c in chunks {
             let input = embedding_input(&c.section_path, &c.text);
-            slots.push(match reuse.get(&sha256_hex(input.as_bytes())) {
+            slots.push(match reuse.vectors.get(&sha256_hex(input.as_bytes())) {
                 Some(e) => Ok(e.clone()),
                 None => Err(input),
             });
@@ -270,7 +277,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     }
 
     let opts = BuildOptions {
-        builder: format!("index-builder {}", env!("CARGO_PKG_VERSION")),
+        builder: builder_id(),
         project_id: cfg.project.clone(),
         model,
         compact_threshold: cfg.compact_threshold,
@@ -291,6 +298,8 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         bundle_bytes: bytes.len(),
         chunks_embedded,
         chunks_reused,
+        documents_chunked: documents_processed
+            - plans_taken.load(std::sync::atomic::Ordering::Relaxed),
         documents_cited,
         warnings,
         metadata_warnings,
@@ -308,7 +317,31 @@ fn cite(doc: &mut SourceDocument, c: Citation) {
 /// Reusable vectors by the sha256 of the text they were embedded from. A vector is a
 /// function of that text alone (one chunk per model call), so any chunk with the same text
 /// (moved, renamed, or copied to another file) takes it, and a changed text never does.
-type Reuse = HashMap<String, Embedding>;
+#[derive(Default)]
+struct Reuse {
+    vectors: HashMap<String, Embedding>,
+    /// Chunk plans of the previous bundle's documents, by (path, docId): a file whose path and
+    /// bytes are unchanged is cut into the same chunks by the same builder and model, so its
+    /// plan is taken over instead of tokenizing it again (most of an incremental build's time
+    /// once nothing needs embedding).
+    plans: HashMap<(String, String), Vec<PlannedChunk>>,
+}
+
+impl Reuse {
+    fn new() -> Reuse {
+        Reuse::default()
+    }
+}
+
+/// What `Header::builder` says: the version, and the chunker's, so that a plan is taken over
+/// from a previous bundle only when the same code made it.
+pub fn builder_id() -> String {
+    format!(
+        "index-builder {}, chunker {}",
+        env!("CARGO_PKG_VERSION"),
+        crate::chunk::CHUNKER_VERSION
+    )
+}
 
 /// Looks at the bundle already at the output path. Refuses to replace one built with
 /// another embedding model, or a file that is not a bundle, without `--force-rebuild`; with
@@ -385,14 +418,40 @@ fn previous_bundle(
     let Some(vectors) = &old.vectors else {
         return Ok(Reuse::new());
     };
-    let mut reuse = Reuse::with_capacity(old.docs.chunks.len());
+    let mut reuse = Reuse::new();
+    if old.header.builder == builder_id() {
+        for doc in &old.docs.documents {
+            let range = doc.first_chunk as usize..(doc.first_chunk + doc.chunk_count) as usize;
+            let (Some(metas), Some(texts)) = (
+                old.docs.chunks.get(range.clone()),
+                old.text.texts.get(range),
+            ) else {
+                continue;
+            };
+            let plan = metas
+                .iter()
+                .zip(texts)
+                .map(|(m, text)| PlannedChunk {
+                    section_path: m.section_path.clone(),
+                    anchor: m.anchor.clone(),
+                    line_start: m.line_start,
+                    line_end: m.line_end,
+                    page_span: m.page_span,
+                    text: text.clone(),
+                })
+                .collect();
+            reuse
+                .plans
+                .insert((doc.path.clone(), doc.doc_id.clone()), plan);
+        }
+    }
     for q in vectors.vectors() {
         let i = q.chunk as usize;
         let (Some(meta), Some(text)) = (old.docs.chunks.get(i), old.text.texts.get(i)) else {
             continue;
         };
         let input = embedding_input(&meta.section_path, text);
-        reuse.insert(
+        reuse.vectors.insert(
             sha256_hex(input.as_bytes()),
             Embedding::Quantized {
                 scale: q.scale,
@@ -490,6 +549,10 @@ fn convert_file(
 fn plan_document(
     converted: Converted,
     cfg: &BuildConfig,
+    (previous, taken): (
+        &HashMap<(String, String), Vec<PlannedChunk>>,
+        &std::sync::atomic::AtomicUsize,
+    ),
     max_tokens: usize,
     counter: &dyn TokenCounter,
     warnings: &mut Vec<String>,
@@ -503,7 +566,13 @@ fn plan_document(
     } = converted;
     let paged = !conversion.page_map.pages.is_empty();
     let doc = conversion.doc;
-    let chunks = plan_chunks(&doc, paged, max_tokens, counter);
+    let chunks = match previous.get(&(file.rel.clone(), conversion.doc_id.clone())) {
+        Some(plan) => {
+            taken.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            plan.clone()
+        }
+        None => plan_chunks(&doc, paged, max_tokens, counter),
+    };
     if chunks.is_empty() {
         warnings.push(format!("{}: skipped, no text", file.rel));
         return None;

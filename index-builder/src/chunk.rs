@@ -12,6 +12,12 @@ use crate::ingest::{Block, Section};
 
 /// Blocks up to this many tokens are repeated at the start of the next chunk.
 pub const OVERLAP_TOKENS: usize = 48;
+
+/// The chunker's version, recorded in a bundle's `builder`. `--incremental` takes over the
+/// chunks of an unchanged file from the previous bundle only when this matches: **bump it with
+/// any change to how documents are converted or cut into chunks** (this file, `plan_chunks`,
+/// the converters), or incremental builds would keep the old cuts.
+pub const CHUNKER_VERSION: u32 = 1;
 /// Never plan chunks smaller than this, even under a very long breadcrumb.
 const MIN_BUDGET: usize = 64;
 
