@@ -51,7 +51,7 @@ fn main() {
     let mut vectors: Vec<QVec> = index.vectors().cloned().collect();
     vectors.sort_by_key(|v| v.chunk);
     let replicate: u32 = std::env::var("REPLICATE").map_or(1, |s| s.parse().unwrap());
-    let index = if replicate > 1 {
+    if replicate > 1 {
         let base = vectors.clone();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut noise = || {
@@ -78,10 +78,7 @@ fn main() {
                 vectors.push(QVec::quantize(copy * base.len() as u32 + v.chunk, &f));
             }
         }
-        VectorIndex::Flat(Vec::new())
-    } else {
-        index
-    };
+    }
     let n = vectors.len();
 
     let queries: Vec<String> = std::fs::read_to_string(queries_path)
@@ -107,7 +104,8 @@ fn main() {
     let code_ms = t.elapsed().as_secs_f64() * 1e3;
     let with_hnsw = std::env::var("HNSW").map_or(true, |v| v != "0");
     let hnsw = match index {
-        VectorIndex::Hnsw(_) => Some(index),
+        // The bundle's own graph, unless the copies made it incomplete.
+        VectorIndex::Hnsw(_) if replicate == 1 => Some(index),
         _ if !with_hnsw => None,
         _ => {
             let t = Instant::now();

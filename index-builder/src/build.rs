@@ -180,14 +180,11 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     let max_tokens = embedder
         .as_ref()
         .map_or(256, |e| e.info().max_tokens as usize);
-    let plans_taken = std::sync::atomic::AtomicUsize::new(0);
     let parsed: Vec<(Option<ReadDocument>, Vec<String>)> = converted
         .into_par_iter()
         .map(|(c, mut w)| {
-            let doc = c.and_then(|c| {
-                let previous = (&reuse.plans, &plans_taken);
-                plan_document(c, &cfg, previous, max_tokens, counter.as_ref(), &mut w)
-            });
+            let doc = c
+                .and_then(|c| plan_document(c, &cfg, &reuse, max_tokens, counter.as_ref(), &mut w));
             (doc, w)
         })
         .collect();
@@ -283,6 +280,10 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         compact_threshold: cfg.compact_threshold,
     };
     let documents_processed = docs.len();
+    let documents_chunked = docs
+        .iter()
+        .filter(|d| reuse.plan(&d.path, &d.doc_id).is_none())
+        .count();
     let bundle = build_bundle(docs, &opts)?;
     let chunks_written = bundle.docs.chunks.len();
     let bytes = docloupe::bundle::encode(&bundle)?;
@@ -298,8 +299,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         bundle_bytes: bytes.len(),
         chunks_embedded,
         chunks_reused,
-        documents_chunked: documents_processed
-            - plans_taken.load(std::sync::atomic::Ordering::Relaxed),
+        documents_chunked,
         documents_cited,
         warnings,
         metadata_warnings,
@@ -320,16 +320,24 @@ fn cite(doc: &mut SourceDocument, c: Citation) {
 #[derive(Default)]
 struct Reuse {
     vectors: HashMap<String, Embedding>,
-    /// Chunk plans of the previous bundle's documents, by (path, docId): a file whose path and
-    /// bytes are unchanged is cut into the same chunks by the same builder and model, so its
-    /// plan is taken over instead of tokenizing it again (most of an incremental build's time
-    /// once nothing needs embedding).
-    plans: HashMap<(String, String), Vec<PlannedChunk>>,
+    /// Chunk plans of the previous bundle's documents, by path, with the docId they were cut
+    /// from: a file whose path and bytes are unchanged is cut into the same chunks by the same
+    /// builder and model, so its plan is taken over instead of tokenizing it again (most of an
+    /// incremental build's time once nothing needs embedding).
+    plans: HashMap<String, (String, Vec<PlannedChunk>)>,
 }
 
 impl Reuse {
     fn new() -> Reuse {
         Reuse::default()
+    }
+
+    /// The previous plan of the file at `path` if its bytes (`doc_id`) are unchanged.
+    fn plan(&self, path: &str, doc_id: &str) -> Option<&[PlannedChunk]> {
+        self.plans
+            .get(path)
+            .filter(|(id, _)| id == doc_id)
+            .map(|(_, plan)| &plan[..])
     }
 }
 
@@ -442,7 +450,7 @@ fn previous_bundle(
                 .collect();
             reuse
                 .plans
-                .insert((doc.path.clone(), doc.doc_id.clone()), plan);
+                .insert(doc.path.clone(), (doc.doc_id.clone(), plan));
         }
     }
     for q in vectors.vectors() {
@@ -549,10 +557,7 @@ fn convert_file(
 fn plan_document(
     converted: Converted,
     cfg: &BuildConfig,
-    (previous, taken): (
-        &HashMap<(String, String), Vec<PlannedChunk>>,
-        &std::sync::atomic::AtomicUsize,
-    ),
+    previous: &Reuse,
     max_tokens: usize,
     counter: &dyn TokenCounter,
     warnings: &mut Vec<String>,
@@ -566,11 +571,8 @@ fn plan_document(
     } = converted;
     let paged = !conversion.page_map.pages.is_empty();
     let doc = conversion.doc;
-    let chunks = match previous.get(&(file.rel.clone(), conversion.doc_id.clone())) {
-        Some(plan) => {
-            taken.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            plan.clone()
-        }
+    let chunks = match previous.plan(&file.rel, &conversion.doc_id) {
+        Some(plan) => plan.to_vec(),
         None => plan_chunks(&doc, paged, max_tokens, counter),
     };
     if chunks.is_empty() {
