@@ -222,12 +222,14 @@ fn decode_with(bytes: &[u8], with_vectors: bool) -> Result<Bundle> {
     }
 
     let docs: DocsSection = match version_of(bytes) {
+        #[cfg(feature = "vectors")]
         1 => decode_section::<super::legacy::DocsSectionV1>(
             bytes,
             body_start,
             required(SectionKind::Docs)?,
         )?
         .into(),
+        #[cfg(feature = "vectors")]
         2 => decode_section::<super::legacy::DocsSectionV2>(
             bytes,
             body_start,

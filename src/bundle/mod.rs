@@ -18,6 +18,7 @@
 //! input gives the same bytes.
 
 mod format;
+#[cfg(feature = "vectors")]
 mod legacy;
 mod model;
 mod path;
@@ -36,4 +37,12 @@ pub use path::{document_path_problem, url_scheme};
 /// HNSW graph.
 pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format version this engine still reads.
+#[cfg(feature = "vectors")]
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
+/// The oldest format version this engine still reads: the first-paint build (no vectors:
+/// the lexical wasm, which the browser's first answer and the Worker load, mostly from a
+/// split layout) leaves out the decoders of formats 1 and 2 (8.1 KB raw, 3.9 KB of its
+/// 104 KB brotli budget) and refuses those bundles as `OlderFormat` ("rebuild the bundle");
+/// every other build reads them.
+#[cfg(not(feature = "vectors"))]
+pub const OLDEST_FORMAT_VERSION: u32 = 3;
