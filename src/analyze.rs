@@ -2,7 +2,8 @@
 //! document text and query text into terms, so a term can only match if both sides agree.
 //!
 //! Pipeline per token: split on anything that is not a letter or digit → lowercase (ё→е) →
-//! drop English and Russian stop words → stem with Snowball, choosing the stemmer by the
+//! drop English and Russian stop words (since version 2, keeping the ones that are programming
+//! keywords: [`KEYWORDS`]) → stem with Snowball, choosing the stemmer by the
 //! token's script (Cyrillic → Russian, Latin → English). Choosing by script rather than by
 //! document language keeps index- and query-time analysis identical even though a query's
 //! language is unknown, and handles English identifiers inside Russian pages.
@@ -11,7 +12,22 @@ use rust_stemmers::{Algorithm, Stemmer};
 use serde::{Deserialize, Serialize};
 
 /// Version of the analysis rules. Stored in every bundle; bump on any change that alters terms.
-pub const ANALYZER_VERSION: u32 = 1;
+/// A bundle is queried with the rules it was built with ([`Analyzer::for_version`]).
+///
+/// 1. Snowball's stop words (trimmed), Snowball stemmers.
+/// 2. The stop words that are programming keywords ([`KEYWORDS`]) are terms.
+pub const ANALYZER_VERSION: u32 = 2;
+
+/// English stop words that version 2 keeps as terms: keywords of the languages documentation
+/// is written about, which are page titles and searches of their own ("If expressions",
+/// "for loops", `as` casts, `x in list`). Chosen on the docs questions' dev split against a
+/// longer list (`do`, `is`, `this`, `where`, `while`, `with` too), which did worse there.
+/// Sorted.
+pub const KEYWORDS: &[&str] = &["as", "for", "if", "in"];
+
+/// A query keeps its [`KEYWORDS`] while it has at most this many other terms
+/// ([`Analyzer::query_tokens`]).
+pub const KEYWORD_QUERY_WORDS: usize = 3;
 
 /// Tokens longer than this (in chars) are dropped: base64 blobs, hashes, minified code.
 const MAX_TOKEN_CHARS: usize = 40;
@@ -70,6 +86,8 @@ pub struct Token {
 pub struct Analyzer {
     en: Stemmer,
     ru: Stemmer,
+    /// Whether [`KEYWORDS`] are terms (version 2 on).
+    keywords: bool,
 }
 
 impl Default for Analyzer {
@@ -81,34 +99,65 @@ impl Default for Analyzer {
 impl std::fmt::Debug for Analyzer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Analyzer")
-            .field("version", &ANALYZER_VERSION)
+            .field("keywords", &self.keywords)
             .finish()
     }
 }
 
 impl Analyzer {
+    /// The current rules ([`ANALYZER_VERSION`]): what the builder indexes with.
     pub fn new() -> Self {
+        Analyzer::for_version(ANALYZER_VERSION)
+    }
+
+    /// The rules of `version`, which a bundle records: its queries must be analyzed as its
+    /// text was. Versions above [`ANALYZER_VERSION`] are refused when the bundle is read
+    /// ([`crate::bundle::AnalyzerConfig::validate`]).
+    pub fn for_version(version: u32) -> Self {
         Analyzer {
             en: Stemmer::create(Algorithm::English),
             ru: Stemmer::create(Algorithm::Russian),
+            keywords: version >= 2,
         }
     }
 
     /// Terms of `text`, in order, stop words removed.
     pub fn terms(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        self.each_token(text, |t| out.push(t.term));
+        self.each_token(text, self.keywords, |t| out.push(t.term));
         out
+    }
+
+    /// A query's terms with their char offsets: [`Analyzer::tokens`], less the [`KEYWORDS`]
+    /// when the query has more than [`KEYWORD_QUERY_WORDS`] other terms. A short query names
+    /// the keyword ("if expressions", "for loop"); in a longer question the same words are
+    /// its scaffolding ("how do I loop over a map in Go"), and they are the commonest terms
+    /// of the index: the longest posting lists to fetch in the split layout, and a match in
+    /// nearly every page.
+    pub fn query_tokens(&self, query: &str) -> Vec<Token> {
+        let tokens = self.tokens(query);
+        let keywords = tokens
+            .iter()
+            .filter(|t| KEYWORDS.contains(&t.term.as_str()))
+            .count();
+        if self.keywords && tokens.len() - keywords > KEYWORD_QUERY_WORDS {
+            return self.tokens_with(query, false);
+        }
+        tokens
     }
 
     /// Terms with their char offsets.
     pub fn tokens(&self, text: &str) -> Vec<Token> {
+        self.tokens_with(text, self.keywords)
+    }
+
+    fn tokens_with(&self, text: &str, keywords: bool) -> Vec<Token> {
         let mut out = Vec::new();
-        self.each_token(text, |t| out.push(t));
+        self.each_token(text, keywords, |t| out.push(t));
         out
     }
 
-    fn each_token(&self, text: &str, mut emit: impl FnMut(Token)) {
+    fn each_token(&self, text: &str, keywords: bool, mut emit: impl FnMut(Token)) {
         let mut word = String::new();
         let mut start = 0usize;
         let mut pos = 0usize;
@@ -119,7 +168,7 @@ impl Analyzer {
                 }
                 push_folded(&mut word, c);
             } else if !word.is_empty() {
-                if let Some(term) = self.normalize(&word) {
+                if let Some(term) = self.normalize(&word, keywords) {
                     emit(Token {
                         term,
                         start,
@@ -131,7 +180,7 @@ impl Analyzer {
             pos += 1;
         }
         if !word.is_empty() {
-            if let Some(term) = self.normalize(&word) {
+            if let Some(term) = self.normalize(&word, keywords) {
                 emit(Token {
                     term,
                     start,
@@ -141,9 +190,10 @@ impl Analyzer {
         }
     }
 
-    /// Lowercased word → term, or `None` for stop words and junk.
-    fn normalize(&self, word: &str) -> Option<String> {
-        if word.chars().count() > MAX_TOKEN_CHARS || is_stop_word(word) {
+    /// Lowercased word → term, or `None` for stop words (less [`KEYWORDS`] when `keywords`)
+    /// and junk.
+    fn normalize(&self, word: &str, keywords: bool) -> Option<String> {
+        if word.chars().count() > MAX_TOKEN_CHARS || is_stop_word(word, keywords) {
             return None;
         }
         let has_cyr = word.chars().any(is_cyrillic);
@@ -183,9 +233,10 @@ fn is_cyrillic(c: char) -> bool {
     matches!(c, '\u{0400}'..='\u{04FF}' | '\u{0500}'..='\u{052F}')
 }
 
-fn is_stop_word(word: &str) -> bool {
-    // Both lists are sorted, so a binary search suffices.
-    STOP_EN.binary_search(&word).is_ok() || STOP_RU.binary_search(&word).is_ok()
+fn is_stop_word(word: &str, keywords: bool) -> bool {
+    // The lists are sorted, so a binary search suffices.
+    (STOP_EN.binary_search(&word).is_ok() && !(keywords && KEYWORDS.contains(&word)))
+        || STOP_RU.binary_search(&word).is_ok()
 }
 
 /// English stop words (Snowball's list, trimmed of words that carry meaning in docs such as
@@ -416,6 +467,8 @@ mod tests {
     #[test]
     fn stop_lists_are_sorted_for_binary_search() {
         assert!(STOP_EN.windows(2).all(|w| w[0] < w[1]));
+        assert!(KEYWORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(KEYWORDS.iter().all(|k| STOP_EN.contains(k)));
         assert!(
             STOP_RU.windows(2).all(|w| w[0] < w[1]),
             "{:?}",
@@ -445,6 +498,40 @@ mod tests {
             vec!["cach", "max", "byte", "option"]
         );
         assert_eq!(a.terms("и в что"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn keywords_are_terms_from_version_2_and_not_before() {
+        let (v1, v2) = (Analyzer::for_version(1), Analyzer::for_version(2));
+        assert_eq!(v1.terms("If expressions"), vec!["express"]);
+        assert_eq!(v2.terms("If expressions"), vec!["if", "express"]);
+        assert_eq!(v2.terms("cast it as an i32"), vec!["cast", "as", "i32"]);
+        assert_eq!(
+            v2.terms("for x in the list"),
+            vec!["for", "x", "in", "list"]
+        );
+        assert_eq!(v1.terms("for x in the list"), vec!["x", "list"]);
+    }
+
+    #[test]
+    fn a_longer_query_drops_its_keywords_and_a_short_one_keeps_them() {
+        let terms = |a: &Analyzer, q: &str| -> Vec<String> {
+            a.query_tokens(q).into_iter().map(|t| t.term).collect()
+        };
+        let (v1, v2) = (Analyzer::for_version(1), Analyzer::for_version(2));
+        assert_eq!(terms(&v2, "for loop"), vec!["for", "loop"]);
+        assert_eq!(
+            terms(&v2, "if let else branches"),
+            vec!["if", "let", "els", "branch"]
+        );
+        assert_eq!(
+            terms(&v2, "how to iterate over a map in Go"),
+            vec!["iter", "over", "map", "go"]
+        );
+        assert_eq!(terms(&v1, "for loop"), vec!["loop"]);
+        // Offsets still point into the query.
+        let t = v2.query_tokens("a for loop");
+        assert_eq!((t[0].start, t[0].end, t[1].start), (2, 5, 6));
     }
 
     #[test]

@@ -22,6 +22,11 @@ pub enum Error {
     #[error("bundle format version {found} is older than this engine supports (from {oldest}); rebuild the bundle")]
     OlderFormat { found: u32, oldest: u32 },
 
+    /// Built with text-analysis rules newer than this engine's: its queries could not be
+    /// analyzed the way its text was.
+    #[error("bundle analyzer version {found} is newer than this engine supports (up to {supported}); upgrade docloupe")]
+    NewerAnalyzer { found: u32, supported: u32 },
+
     /// A header or section does not match its recorded sha256.
     #[error("checksum mismatch in bundle {part}: the file is corrupt")]
     ChecksumMismatch { part: String },
@@ -124,6 +129,7 @@ impl Error {
             Error::BundleTruncated(_)
             | Error::BadMagic
             | Error::NewerFormat { .. }
+            | Error::NewerAnalyzer { .. }
             | Error::OlderFormat { .. }
             | Error::ChecksumMismatch { .. }
             | Error::Corrupt(_)
@@ -150,9 +156,8 @@ impl Error {
             Error::QueryEmpty => json!({"field": "query"}),
             Error::BundleTruncated(_) => json!({"reason": "BundleTruncated"}),
             Error::BadMagic => json!({"reason": "NotABundle"}),
-            Error::NewerFormat { found, supported } => {
-                json!({"reason": "NewerFormat", "found": found, "supported": supported})
-            }
+            Error::NewerFormat { found, supported } => newer("NewerFormat", *found, *supported),
+            Error::NewerAnalyzer { found, supported } => newer("NewerAnalyzer", *found, *supported),
             Error::OlderFormat { found, oldest } => {
                 json!({"reason": "OlderFormat", "found": found, "oldest": oldest})
             }
@@ -175,4 +180,9 @@ impl Error {
             Error::Model(_) | Error::Encode(_) | Error::Internal(_) => return None,
         })
     }
+}
+
+/// The details of a bundle made by a newer docloupe (its format or its analysis rules).
+fn newer(reason: &str, found: u32, supported: u32) -> serde_json::Value {
+    serde_json::json!({"reason": reason, "found": found, "supported": supported})
 }

@@ -76,6 +76,23 @@ fn a_newer_format_version_asks_for_an_upgrade() {
 }
 
 #[test]
+fn newer_analyzer_rules_ask_for_an_upgrade() {
+    let mut b = bundle::decode(&good()).unwrap();
+    let current = docloupe::analyze::ANALYZER_VERSION;
+    assert_eq!(b.header.analyzer.version, current);
+    b.header.analyzer.version = current + 1;
+    match load(&bundle::encode(&b).unwrap()) {
+        Err(e @ Error::NewerAnalyzer { .. }) => {
+            assert!(
+                matches!(e, Error::NewerAnalyzer { found, supported } if found == current + 1 && supported == current)
+            );
+            assert!(e.to_string().contains("upgrade docloupe"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn a_flipped_byte_is_a_checksum_mismatch() {
     let b = good();
     let (header, body) = bundle::decode_header(&b).unwrap();

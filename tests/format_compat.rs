@@ -135,6 +135,28 @@ fn a_frozen_v4_bundle_searches_its_compact_codes() {
     assert_eq!(r.results[0].document_path, "en/caching.md");
 }
 
+/// Bundles indexed with analyzer version 1 (every frozen one) dropped `if`, `for`, `in` ... as
+/// stop words; their queries still do, so such a word is not looked up, corrected or counted
+/// against a page that never indexed it.
+#[test]
+fn a_bundle_is_queried_with_the_analyzer_rules_it_was_built_with() {
+    assert_eq!(bundle::decode(V4).unwrap().header.analyzer.version, 1);
+    let engine = Engine::from_bundle(V4, None).unwrap();
+    let paths = |q: &str| {
+        let r = engine
+            .search(&SearchRequest::new(q).mode(Mode::Fulltext))
+            .unwrap();
+        let scores: Vec<_> = r
+            .results
+            .iter()
+            .map(|x| (x.document_path.clone(), x.score))
+            .collect();
+        (r.total, scores)
+    };
+    assert_eq!(paths("if the cache is full"), paths("cache full"));
+    assert_eq!(paths("for caching in memory"), paths("caching memory"));
+}
+
 #[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
     // While FORMAT_VERSION is 4 the encoder must still write exactly these bytes; when the

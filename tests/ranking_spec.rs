@@ -2,7 +2,7 @@
 //! a developer's question in the top 3, and an identifier pasted from code finds the page that
 //! defines it first.
 //!
-//! `tests/fixtures/questions/` holds eleven short reference pages written for this test (a
+//! `tests/fixtures/questions/` holds thirteen short reference pages written for this test (a
 //! C++ language reference and an npm CLI reference). The questions mirror the misses issue 21
 //! reported on real docs (the answering page is about `final`, `nullptr`, `decltype`,
 //! `friend`, `npm unpublish`) and were written before the test was first run. Quality is
@@ -87,6 +87,30 @@ fn an_identifier_finds_the_page_that_defines_it_first() {
                 pages(&r).first().copied(),
                 Some(page),
                 "{identifier} ({mode:?}): {:?}",
+                pages(&r)
+            );
+        }
+    }
+}
+
+/// Programming keywords that are also English stop words (`if`, `for`) are words of their own
+/// (analyzer version 2): the page about the keyword comes first, where before only the other
+/// words of the query counted ("if statement" was "statement").
+#[test]
+fn a_keyword_finds_its_page_first() {
+    let e = engine();
+    for (query, page) in [
+        ("if", "lang/if.md"),
+        ("if statement", "lang/if.md"),
+        ("for loop", "lang/for.md"),
+        ("for", "lang/for.md"),
+    ] {
+        for mode in [Mode::Fulltext, Mode::Hybrid] {
+            let r = e.search(&SearchRequest::new(query).mode(mode)).unwrap();
+            assert_eq!(
+                pages(&r).first().copied(),
+                Some(page),
+                "{query} ({mode:?}): {:?}",
                 pages(&r)
             );
         }

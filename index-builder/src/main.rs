@@ -431,6 +431,7 @@ fn inspect(path: &std::path::Path) -> Result<()> {
         "builder": header.builder,
         "projectId": header.project_id,
         "embedding": header.embedding,
+        "analyzer": header.analyzer,
         "counts": header.counts,
         "flags": header.flags,
         "vectorIndex": vector_index,

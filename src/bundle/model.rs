@@ -55,6 +55,12 @@ impl AnalyzerConfig {
     /// BM25's constants as scoring needs them: finite, k1 ≥ 0, b in 0..=1, the field weights
     /// small (a NaN or infinite constant made every score `null`).
     pub fn validate(&self) -> crate::error::Result<()> {
+        if self.version > crate::analyze::ANALYZER_VERSION {
+            return Err(crate::error::Error::NewerAnalyzer {
+                found: self.version,
+                supported: crate::analyze::ANALYZER_VERSION,
+            });
+        }
         let ok = self.k1.is_finite()
             && self.k1 >= 0.0
             && self.k1 <= 100.0

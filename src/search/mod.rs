@@ -212,8 +212,9 @@ impl Engine {
             Data::Split(_) => Vec::new(),
         };
         Engine {
+            // Queries are analyzed by the rules the bundle's text was.
+            analyzer: Analyzer::for_version(data.header().analyzer.version),
             data,
-            analyzer: Analyzer::new(),
             #[cfg(feature = "models")]
             embedder: None,
             reranker: None,
@@ -394,7 +395,7 @@ impl Engine {
         }
 
         // Candidates.
-        let tokens = self.analyzer.tokens(&plan.query);
+        let tokens = self.analyzer.query_tokens(&plan.query);
         #[cfg(feature = "vectors")]
         let terms: Vec<String> = tokens.iter().map(|t| t.term.clone()).collect();
         // Without the models, and with the host's reason, semantic and hybrid degrade to the
