@@ -104,16 +104,27 @@ def read_qrels(path):
     return qrels
 
 
+def builder_id():
+    """sha256 of the release index-builder: a bundle made by another build of it (other
+    analysis or chunking rules) is made again."""
+    with open(os.path.join(BIN, "index-builder"), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def build(docs, bundle, stamp_value, extra_build, rebuild):
-    """Builds `docs` into `bundle` unless the stamp says it is already there."""
+    """Builds `docs` into `bundle` unless the stamp says this builder already did. A bundle
+    already there lends its vectors (`--incremental`: only changed text is embedded again,
+    and the result is what a clean build writes), so a new builder costs minutes, not the
+    hours of embedding every corpus; `--rebuild` builds from scratch."""
     stamp = bundle + ".stamp"
-    key = stamp_value + json.dumps(extra_build)
+    key = stamp_value + json.dumps(extra_build) + builder_id()
     if not rebuild and os.path.exists(bundle) and os.path.exists(stamp) and open(stamp).read() == key:
         return bundle
     t = time.monotonic()
     log(f"  building {bundle} ...")
+    reuse = ["--incremental"] if os.path.exists(bundle) and not rebuild and "--incremental" not in extra_build else []
     r = subprocess.run([os.path.join(BIN, "index-builder"), "build", docs, "--out", bundle, "--quiet",
-                        "--force-rebuild", *extra_build], capture_output=True, text=True)
+                        "--force-rebuild", *reuse, *extra_build], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"index-builder failed on {docs}:\n{r.stderr}")
     info = json.loads(r.stdout)
@@ -154,8 +165,9 @@ def corpus_dir(corpus):
 
 
 def docs_bundle(corpus, extra_build, rebuild):
-    archive = os.path.join(CORPORA, corpus + ".tar.gz")
-    stamp = f"{os.path.getsize(archive)}:{os.path.getmtime(archive)}"
+    # By content: a fresh copy of ../shared (new mtimes) reuses the bundles built from it.
+    with open(os.path.join(CORPORA, corpus + ".tar.gz"), "rb") as f:
+        stamp = hashlib.sha256(f.read()).hexdigest()
     out = os.path.join(WORK, "docs", corpus)
     os.makedirs(out, exist_ok=True)
     return build(corpus_dir(corpus), os.path.join(out, tag_of(extra_build) + ".bundle"), stamp, extra_build, rebuild)
