@@ -187,6 +187,38 @@ fn filters_read_the_document_table_and_misspellings_the_vocabulary() {
     assert!(needs(r#"{"mode": "fulltext", "query": "cahce"}"#).contains(&"vocab.bin".to_owned()));
 }
 
+/// "Did you mean" spells a correction with the word the collection writes for its stem,
+/// which `vocab.bin` carries: a misspelt query reads the fragments of its results and no
+/// other (it read those of every chunk the word was sampled from).
+#[test]
+fn a_misspelt_query_spells_its_suggestion_from_the_vocabulary_alone() {
+    let bytes = common::fixture_bundle();
+    let files = files_of(bytes, TINY);
+    let json = r#"{"mode": "fulltext", "query": "cahce", "limit": 1, "includeContext": false}"#;
+    let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
+    let mut fetched = Vec::new();
+    let split = answer(&mut engine, json, &files, &mut fetched);
+    let mut whole = Engine::from_bundle(bytes, None).unwrap();
+    assert_eq!(split, answer(&mut whole, json, &files, &mut Vec::new()));
+    let r: serde_json::Value = serde_json::from_str(&split).unwrap();
+    assert_eq!(r["suggestions"][0], "cache", "{r}");
+    assert_eq!(r["results"].as_array().unwrap().len(), 1, "{r}");
+    // TINY cuts one fragment per document: the one result's, and no other.
+    let fragments: Vec<_> = fetched.iter().filter(|f| f.starts_with("frag-")).collect();
+    assert_eq!(fragments.len(), 1, "{fetched:?}");
+    assert!(fetched.contains(&"vocab.bin".to_owned()), "{fetched:?}");
+
+    // Every term's stored form is the one the whole bundle reads from its chunks.
+    let whole = docloupe::bundle::decode(bytes).unwrap();
+    let mut split = docloupe::bundle::split::SplitBundle::open(&files[CORE_FILE]).unwrap();
+    split.add("vocab.bin", &files["vocab.bin"]).unwrap();
+    let vocabulary = split.vocabulary().unwrap();
+    let forms = docloupe::search::suggest::surface_forms(&whole);
+    for (i, form) in forms.iter().enumerate() {
+        assert_eq!(&vocabulary.surface(i), form, "{}", whole.lexical.terms[i]);
+    }
+}
+
 #[test]
 fn a_prefix_reads_the_same_terms_from_shards_as_from_the_whole_index_within_its_cap() {
     let bytes = common::fixture_bundle();

@@ -10,7 +10,8 @@
 //!               length, so BM25 needs nothing else
 //! frag-N.bin    a range of whole documents: their metadata, chunk metadata and chunk text
 //! docs.bin      every document's metadata (read only by requests with filters)
-//! vocab.bin     every term with its document frequency (read only to suggest spellings)
+//! vocab.bin     every term with its document frequency and the word suggestions write for it
+//!               (read only for misspellings)
 //! bundle.bin    the whole bundle, unchanged (semantic and hybrid search load it)
 //! ```
 //!
@@ -31,8 +32,9 @@ use crate::index::lexical;
 
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
-/// rather than read in an older layout. 3: lexical shards' term counts in the core.
-pub const SPLIT_VERSION: u32 = 4;
+/// rather than read in an older layout. 3: lexical shards' term counts in the core. 5: each
+/// term's surface form in `vocab.bin`.
+pub const SPLIT_VERSION: u32 = 5;
 pub const CORE_FILE: &str = "core.bin";
 pub const WHOLE_FILE: &str = "bundle.bin";
 
@@ -154,6 +156,39 @@ pub struct FragShard {
 pub struct Vocabulary {
     pub terms: Vec<String>,
     pub dfs: Vec<u32>,
+    /// Each term's surface form, the word suggestions write for it
+    /// ([`crate::search::suggest::surface_forms`]), as the number of the term's leading bytes
+    /// it keeps and the rest (`configur` → `configuration`: 8, `ation`); `(0, "")` where it
+    /// has none. Without it a misspelt first query fetched the chunks it is read from.
+    pub surfaces: Vec<(u8, String)>,
+}
+
+impl Vocabulary {
+    /// Term `i`'s surface form (`None`: none, or `i` out of range).
+    pub fn surface(&self, i: usize) -> Option<String> {
+        let (keep, rest) = self.surfaces.get(i)?;
+        let term = self.terms.get(i)?;
+        let word = format!("{}{rest}", term.get(..*keep as usize)?);
+        (!word.is_empty()).then_some(word)
+    }
+}
+
+/// `surface` as [`Vocabulary::surfaces`] stores it against `term`.
+fn surface_entry(term: &str, surface: Option<&str>) -> (u8, String) {
+    let Some(surface) = surface else {
+        return (0, String::new());
+    };
+    let mut keep = term
+        .char_indices()
+        .map(|(i, c)| i + c.len_utf8())
+        .take_while(|&end| surface.as_bytes().get(..end) == term.as_bytes().get(..end))
+        .last()
+        .unwrap_or(0)
+        .min(u8::MAX as usize);
+    while !term.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    (keep as u8, surface[keep..].to_owned())
 }
 
 #[derive(Serialize, Deserialize)]
@@ -272,6 +307,11 @@ pub fn split_with(
             .postings
             .iter()
             .map(|p| p.tfs.len() as u32)
+            .collect(),
+        surfaces: crate::search::suggest::surface_forms(bundle)
+            .iter()
+            .zip(&bundle.lexical.terms)
+            .map(|(surface, term)| surface_entry(term, surface.as_deref()))
             .collect(),
     };
     add(
@@ -436,6 +476,12 @@ impl SplitBundle {
             ShardId::Vocabulary => {
                 let body: Vocabulary = self.open_shard(shard, bytes)?;
                 let fits = body.terms.len() == body.dfs.len()
+                    && body.terms.len() == body.surfaces.len()
+                    && body
+                        .surfaces
+                        .iter()
+                        .zip(&body.terms)
+                        .all(|((keep, _), t)| t.is_char_boundary(*keep as usize))
                     && body.terms.len() == self.core.header.counts.terms as usize
                     && body.terms.windows(2).all(|w| w[0] < w[1]);
                 if !fits {

@@ -282,6 +282,25 @@ impl<'a> Corpus<'a> {
         self.first_chunks_with(term, usize::MAX)
     }
 
+    /// A split bundle's stored surface form of `term` (`vocab.bin`; recorded as needed until
+    /// it is loaded); `None` for a whole bundle, which reads it from the chunks.
+    pub fn stored_surface(&self, term: &str) -> Option<Option<String>> {
+        match self.data {
+            Data::Whole(_) => None,
+            Data::Split(s) => Some(match s.vocabulary() {
+                Ok(v) => v
+                    .terms
+                    .binary_search_by(|t| t.as_str().cmp(term))
+                    .ok()
+                    .and_then(|i| v.surface(i)),
+                Err(shard) => {
+                    self.need(shard);
+                    None
+                }
+            }),
+        }
+    }
+
     /// Every term of the index with its document frequency, in term order.
     pub fn vocabulary(&self) -> Vec<(&'a str, usize)> {
         match self.data {

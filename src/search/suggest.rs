@@ -102,28 +102,47 @@ pub fn suggestions(
     out
 }
 
-/// The most frequent lowercase word in the collection whose term is `stem`.
+/// The most frequent lowercase word in the collection whose term is `stem`: written at split
+/// time into `vocab.bin` ([`surface_forms`]), so a split bundle spells its suggestions
+/// without fetching the chunks (and their shards) a whole bundle reads them from.
 fn surface(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Option<String> {
+    if let Some(stored) = corpus.stored_surface(stem) {
+        return stored;
+    }
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for c in corpus.first_chunks_with(stem, SURFACE_SAMPLE) {
         let meta = corpus.chunk(c);
         let doc = corpus.document(corpus.doc_of(c));
-        let texts = [
-            corpus.text(c),
-            doc.title.as_str(),
-            &meta.section_path.join(" "),
-        ];
-        for text in texts {
-            let chars: Vec<char> = text.chars().collect();
-            for t in analyzer.tokens(text) {
-                if t.term == stem {
-                    let word: String = chars[t.start..t.end].iter().collect();
-                    *counts.entry(word.to_lowercase()).or_default() += 1;
-                }
+        count_words(
+            analyzer,
+            &[corpus.text(c), &doc.title, &meta.section_path.join(" ")],
+            |term| term == stem,
+            |_, word| *counts.entry(word).or_default() += 1,
+        );
+    }
+    most_frequent(counts)
+}
+
+/// Calls `found(term, lowercase word)` for every word of `texts` whose term `wanted` takes.
+fn count_words(
+    analyzer: &Analyzer,
+    texts: &[&str],
+    wanted: impl Fn(&str) -> bool,
+    mut found: impl FnMut(&str, String),
+) {
+    for text in texts {
+        let chars: Vec<char> = text.chars().collect();
+        for t in analyzer.tokens(text) {
+            if wanted(&t.term) {
+                let word: String = chars[t.start..t.end].iter().collect();
+                found(&t.term, word.to_lowercase());
             }
         }
     }
-    // Most frequent; ties go to the shorter, then alphabetical, word.
+}
+
+/// Most frequent; ties go to the shorter, then alphabetical, word.
+fn most_frequent(counts: BTreeMap<String, usize>) -> Option<String> {
     counts
         .into_iter()
         .max_by(|a, b| {
@@ -132,6 +151,50 @@ fn surface(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Option<String> {
                 .then(b.0.cmp(&a.0))
         })
         .map(|(w, _)| w)
+}
+
+/// Every term's surface form, in term order, as [`surface`] finds it over a whole bundle
+/// (`None` where no word of its sampled chunks makes the term). One pass over the chunks: a
+/// chunk is read for the terms whose first [`SURFACE_SAMPLE`] postings hold it.
+pub fn surface_forms(bundle: &crate::bundle::Bundle) -> Vec<Option<String>> {
+    let lexical = &bundle.lexical;
+    let analyzer = Analyzer::for_version(bundle.header.analyzer.version);
+    // Per chunk, the terms it is sampled for.
+    let mut sampled: Vec<Vec<u32>> = vec![Vec::new(); bundle.docs.chunks.len()];
+    for (term, postings) in lexical.postings.iter().enumerate() {
+        for (c, _) in postings.iter().take(SURFACE_SAMPLE) {
+            if let Some(list) = sampled.get_mut(c as usize) {
+                list.push(term as u32);
+            }
+        }
+    }
+    let mut counts: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); lexical.terms.len()];
+    for (c, terms) in sampled.iter().enumerate().filter(|(_, t)| !t.is_empty()) {
+        let meta = &bundle.docs.chunks[c];
+        let Some(doc) = bundle.docs.documents.get(meta.doc as usize) else {
+            continue;
+        };
+        let id = |term: &str| {
+            lexical
+                .term_id(term)
+                .filter(|i| terms.contains(&(*i as u32)))
+        };
+        count_words(
+            &analyzer,
+            &[
+                &bundle.text.texts[c],
+                &doc.title,
+                &meta.section_path.join(" "),
+            ],
+            |term| id(term).is_some(),
+            |term, word| {
+                if let Some(i) = id(term) {
+                    *counts[i].entry(word).or_default() += 1;
+                }
+            },
+        );
+    }
+    counts.into_iter().map(most_frequent).collect()
 }
 
 /// Optimal string alignment distance (Levenshtein plus adjacent transpositions), or `None`
@@ -225,6 +288,27 @@ fn osa(
 #[cfg(test)]
 mod tests {
     use super::{osa_distance, Osa};
+
+    /// What a split bundle stores for each term is what a whole one reads from its chunks.
+    #[test]
+    fn stored_surface_forms_are_what_the_chunks_give() {
+        use crate::search::corpus::{Corpus, Data};
+        let bundle = crate::bundle::decode(include_bytes!(
+            "../../tests/fixtures/bundles/v4-coded.bundle"
+        ))
+        .unwrap();
+        let forms = super::surface_forms(&bundle);
+        let analyzer = crate::analyze::Analyzer::for_version(bundle.header.analyzer.version);
+        let terms = bundle.lexical.terms.clone();
+        let data = Data::Whole(bundle);
+        let corpus = Corpus::new(&data);
+        assert_eq!(forms.len(), terms.len());
+        for (term, form) in terms.iter().zip(&forms) {
+            assert_eq!(form, &super::surface(&corpus, &analyzer, term), "{term}");
+        }
+        let cache = terms.iter().position(|t| t == "cach").unwrap();
+        assert_eq!(forms[cache].as_deref(), Some("cache"));
+    }
 
     #[test]
     fn distances() {
