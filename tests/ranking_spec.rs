@@ -73,20 +73,23 @@ fn a_developer_question_finds_its_page_in_the_top_3() {
 
 #[test]
 fn an_identifier_finds_the_page_that_defines_it_first() {
-    let e = engine();
-    for (identifier, page) in [
+    first_in_fulltext_and_hybrid(&[
         ("--save-dev", "npm/install.md"),
         ("std::nullptr_t", "lang/nullptr.md"),
         ("decltype(expression)", "lang/decltype.md"),
-    ] {
+    ]);
+}
+
+/// Each query's first result, in fulltext and in hybrid, is on its page.
+fn first_in_fulltext_and_hybrid(cases: &[(&str, &str)]) {
+    let e = engine();
+    for &(query, page) in cases {
         for mode in [Mode::Fulltext, Mode::Hybrid] {
-            let r = e
-                .search(&SearchRequest::new(identifier).mode(mode))
-                .unwrap();
+            let r = e.search(&SearchRequest::new(query).mode(mode)).unwrap();
             assert_eq!(
                 pages(&r).first().copied(),
                 Some(page),
-                "{identifier} ({mode:?}): {:?}",
+                "{query} ({mode:?}): {:?}",
                 pages(&r)
             );
         }
@@ -98,21 +101,10 @@ fn an_identifier_finds_the_page_that_defines_it_first() {
 /// words of the query counted ("if statement" was "statement").
 #[test]
 fn a_keyword_finds_its_page_first() {
-    let e = engine();
-    for (query, page) in [
+    first_in_fulltext_and_hybrid(&[
         ("if", "lang/if.md"),
         ("if statement", "lang/if.md"),
         ("for loop", "lang/for.md"),
         ("for", "lang/for.md"),
-    ] {
-        for mode in [Mode::Fulltext, Mode::Hybrid] {
-            let r = e.search(&SearchRequest::new(query).mode(mode)).unwrap();
-            assert_eq!(
-                pages(&r).first().copied(),
-                Some(page),
-                "{query} ({mode:?}): {:?}",
-                pages(&r)
-            );
-        }
-    }
+    ]);
 }

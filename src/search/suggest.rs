@@ -116,26 +116,27 @@ fn surface(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Option<String> {
         count_words(
             analyzer,
             &[corpus.text(c), &doc.title, &meta.section_path.join(" ")],
-            |term| term == stem,
-            |_, word| *counts.entry(word).or_default() += 1,
+            |term| (term == stem).then_some(()),
+            |(), word| *counts.entry(word).or_default() += 1,
         );
     }
     most_frequent(counts)
 }
 
-/// Calls `found(term, lowercase word)` for every word of `texts` whose term `wanted` takes.
-fn count_words(
+/// Calls `found(key, lowercase word)` for every word of `texts` whose term `key` takes (the
+/// word is only built for those).
+fn count_words<K>(
     analyzer: &Analyzer,
     texts: &[&str],
-    wanted: impl Fn(&str) -> bool,
-    mut found: impl FnMut(&str, String),
+    key: impl Fn(&str) -> Option<K>,
+    mut found: impl FnMut(K, String),
 ) {
     for text in texts {
         let chars: Vec<char> = text.chars().collect();
         for t in analyzer.tokens(text) {
-            if wanted(&t.term) {
+            if let Some(k) = key(&t.term) {
                 let word: String = chars[t.start..t.end].iter().collect();
-                found(&t.term, word.to_lowercase());
+                found(k, word.to_lowercase());
             }
         }
     }
@@ -186,12 +187,8 @@ pub fn surface_forms(bundle: &crate::bundle::Bundle) -> Vec<Option<String>> {
                 &doc.title,
                 &meta.section_path.join(" "),
             ],
-            |term| id(term).is_some(),
-            |term, word| {
-                if let Some(i) = id(term) {
-                    *counts[i].entry(word).or_default() += 1;
-                }
-            },
+            id,
+            |i, word| *counts[i].entry(word).or_default() += 1,
         );
     }
     counts.into_iter().map(most_frequent).collect()

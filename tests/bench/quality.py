@@ -41,6 +41,7 @@ Usage: python3 tests/bench/quality.py [--split test|dev] [--modes m1,m2] [datase
   (no dataset: all of them; `docs` = every docs set, `titles` = every titles set)
 """
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -104,6 +105,7 @@ def read_qrels(path):
     return qrels
 
 
+@functools.cache
 def builder_id():
     """sha256 of the release index-builder: a bundle made by another build of it (other
     analysis or chunking rules) is made again."""
