@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use docloupe::bundle::split::{split, split_with, ShardSizes, CORE_FILE, WHOLE_FILE};
+use docloupe::search::expand::{correction_keys, correction_shard};
 use docloupe::{Engine, EngineOptions, Error, ErrorCode, ErrorResponse, SearchRequest};
 
 type Files = BTreeMap<String, Vec<u8>>;
@@ -22,6 +23,7 @@ fn files_of(bytes: &[u8], sizes: ShardSizes) -> Files {
 const TINY: ShardSizes = ShardSizes {
     lexical: 1,
     fragment: 1,
+    vocabulary: 1,
 };
 
 /// The contract's JSON line for `json`, timings zeroed.
@@ -177,18 +179,73 @@ fn filters_read_the_document_table_and_misspellings_the_vocabulary() {
     };
     let plain = needs(r#"{"mode": "fulltext", "query": "cache"}"#);
     assert!(
-        !plain.iter().any(|f| f == "docs.bin" || f == "vocab.bin"),
+        !plain
+            .iter()
+            .any(|f| f == "docs.bin" || f.starts_with("voc-")),
         "{plain:?}"
     );
     assert!(
         needs(r#"{"mode": "fulltext", "query": "cache", "filters": {"tags": ["cache"]}}"#)
             .contains(&"docs.bin".to_owned())
     );
-    assert!(needs(r#"{"mode": "fulltext", "query": "cahce"}"#).contains(&"vocab.bin".to_owned()));
+    let misspelt = needs(r#"{"mode": "fulltext", "query": "cahce"}"#);
+    assert!(
+        misspelt.iter().any(|f| f.starts_with("voc-")),
+        "{misspelt:?}"
+    );
+}
+
+/// A misspelt word reads the vocabulary shards of its own correction keys (at most 4 per
+/// spelling) and no other, yet corrects to what the whole bundle corrects to, for typos at
+/// every position of the word: a split with many small vocabulary shards answers each
+/// misspelling exactly as the whole bundle does.
+#[test]
+fn a_misspelt_word_reads_a_few_vocabulary_shards_and_corrects_as_the_whole_bundle() {
+    let bytes = common::fixture_bundle();
+    let sizes = ShardSizes {
+        vocabulary: 1,
+        ..ShardSizes::default()
+    };
+    let files = files_of(bytes, sizes);
+    let shards = files.keys().filter(|f| f.starts_with("voc-")).count();
+    assert!(shards > 80, "{shards} vocabulary shards");
+    let mut whole = Engine::from_bundle(bytes, None).unwrap();
+    // "configuration" and "cache" with an edit at each position, kind by kind; two edits.
+    let queries = [
+        "onfiguration",
+        "cnfiguration",
+        "xonfiguration",
+        "ocnfiguration",
+        "cofniguration",
+        "confgiuration",
+        "configuratoin",
+        "configuraton",
+        "acche",
+        "cahce",
+        "cachee",
+        "cxche",
+        "configuratiom",
+        "cofnigurtion",
+    ];
+    for q in queries {
+        let json = format!(r#"{{"mode": "fulltext", "query": "{q} ", "limit": 3}}"#);
+        let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
+        let mut fetched = Vec::new();
+        let split = answer(&mut engine, &json, &files, &mut fetched);
+        assert_eq!(
+            split,
+            answer(&mut whole, &json, &files, &mut Vec::new()),
+            "{q}"
+        );
+        let r: serde_json::Value = serde_json::from_str(&split).unwrap();
+        assert!(!r["results"].as_array().unwrap().is_empty(), "{q}: {r}");
+        let read = fetched.iter().filter(|f| f.starts_with("voc-")).count();
+        assert!((1..=8).contains(&read), "{q}: {fetched:?}");
+    }
 }
 
 /// "Did you mean" spells a correction with the word the collection writes for its stem,
-/// which `vocab.bin` carries: a misspelt query reads the fragments of its results and no
+/// which the vocabulary shards carry: a misspelt query reads the fragments of its results and no
 /// other (it read those of every chunk the word was sampled from).
 #[test]
 fn a_misspelt_query_spells_its_suggestion_from_the_vocabulary_alone() {
@@ -206,17 +263,44 @@ fn a_misspelt_query_spells_its_suggestion_from_the_vocabulary_alone() {
     // TINY cuts one fragment per document: the one result's, and no other.
     let fragments: Vec<_> = fetched.iter().filter(|f| f.starts_with("frag-")).collect();
     assert_eq!(fragments.len(), 1, "{fetched:?}");
-    assert!(fetched.contains(&"vocab.bin".to_owned()), "{fetched:?}");
+    assert!(fetched.iter().any(|f| f.starts_with("voc-")), "{fetched:?}");
 
-    // Every term's stored form is the one the whole bundle reads from its chunks.
+    // Every term is filed in the shard of each of its correction keys, with the form the
+    // whole bundle reads from its chunks, and in no other shard.
     let whole = docloupe::bundle::decode(bytes).unwrap();
     let mut split = docloupe::bundle::split::SplitBundle::open(&files[CORE_FILE]).unwrap();
-    split.add("vocab.bin", &files["vocab.bin"]).unwrap();
-    let vocabulary = split.vocabulary().unwrap();
-    let forms = docloupe::search::suggest::surface_forms(&whole);
-    for (i, form) in forms.iter().enumerate() {
-        assert_eq!(&vocabulary.surface(i), form, "{}", whole.lexical.terms[i]);
+    let n = split.core.vocab_shards;
+    for (name, file) in &files {
+        if name.starts_with("voc-") {
+            split.add(name, file).unwrap();
+        }
     }
+    let forms = docloupe::search::suggest::surface_forms(&whole);
+    let mut filed = 0;
+    for i in 0..n {
+        let shard = split.vocabulary(i).unwrap();
+        for (j, term) in shard.terms.iter().enumerate() {
+            let t = whole.lexical.term_id(term).unwrap();
+            assert_eq!(shard.dfs[j] as usize, whole.lexical.postings[t].tfs.len());
+            assert_eq!(&shard.surface(j), &forms[t], "{term}");
+            filed += 1;
+        }
+    }
+    let expected: usize = whole
+        .lexical
+        .terms
+        .iter()
+        .map(|t| {
+            let mut shards: Vec<u32> = correction_keys(t)
+                .iter()
+                .map(|k| correction_shard(k, n))
+                .collect();
+            shards.sort();
+            shards.dedup();
+            shards.len()
+        })
+        .sum();
+    assert_eq!(filed, expected);
 }
 
 #[test]
@@ -344,7 +428,9 @@ fn bad_shards_are_refused_and_leave_the_engine_working() {
         ("lex-1.bin".into(), good.clone(), "Corrupt"),
         ("lex-99999.bin".into(), good.clone(), "Corrupt"),
         ("passwd".into(), good.clone(), "Corrupt"),
-        ("docs.bin".into(), files["vocab.bin"].clone(), "Corrupt"),
+        ("docs.bin".into(), files["voc-0.bin"].clone(), "Corrupt"),
+        ("voc-1.bin".into(), files["voc-0.bin"].clone(), "Corrupt"),
+        ("voc-4096.bin".into(), files["voc-0.bin"].clone(), "Corrupt"),
     ];
     for i in 0..good.len() {
         let mut bad = good.clone();

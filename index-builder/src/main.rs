@@ -101,6 +101,9 @@ enum Command {
         /// A fragment shard closes at this many bytes of documents.
         #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().fragment, hide = true)]
         fragment_shard_bytes: usize,
+        /// Terms per vocabulary shard, on average.
+        #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().vocabulary, hide = true)]
+        vocabulary_shard_terms: usize,
     },
 }
 
@@ -220,12 +223,14 @@ fn main() -> ExitCode {
             out,
             lexical_shard_bytes,
             fragment_shard_bytes,
+            vocabulary_shard_terms,
         } => split(
             &bundle,
             &out,
             docloupe::bundle::split::ShardSizes {
                 lexical: lexical_shard_bytes,
                 fragment: fragment_shard_bytes,
+                vocabulary: vocabulary_shard_terms,
             },
         ),
     };

@@ -10,8 +10,8 @@
 //!               length, so BM25 needs nothing else
 //! frag-N.bin    a range of whole documents: their metadata, chunk metadata and chunk text
 //! docs.bin      every document's metadata (read only by requests with filters)
-//! vocab.bin     every term with its document frequency and the word suggestions write for it
-//!               (read only for misspellings)
+//! voc-N.bin     the terms filed under correction keys that hash to N, each with its document
+//!               frequency and the word suggestions write for it (read only for misspellings)
 //! bundle.bin    the whole bundle, unchanged (semantic and hybrid search load it)
 //! ```
 //!
@@ -29,12 +29,14 @@ use super::format::{check_prefix, decode_exact, to_bytes};
 use super::model::{Bundle, ChunkMeta, Document, Header};
 use crate::error::{Error, Result};
 use crate::index::lexical;
+use crate::search::expand::{correction_keys, correction_shard};
 
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
 /// rather than read in an older layout. 3: lexical shards' term counts in the core. 5: each
-/// term's surface form in `vocab.bin`.
-pub const SPLIT_VERSION: u32 = 5;
+/// term's surface form in `vocab.bin`. 6: the vocabulary in `voc-N.bin` shards by correction
+/// key.
+pub const SPLIT_VERSION: u32 = 6;
 pub const CORE_FILE: &str = "core.bin";
 pub const WHOLE_FILE: &str = "bundle.bin";
 
@@ -44,7 +46,12 @@ pub const WHOLE_FILE: &str = "bundle.bin";
 pub struct ShardSizes {
     pub lexical: usize,
     pub fragment: usize,
+    /// Terms per vocabulary shard, on average (at most [`MAX_VOCAB_SHARDS`] shards).
+    pub vocabulary: usize,
 }
+
+/// Most vocabulary shards a split has (and a core may claim).
+pub const MAX_VOCAB_SHARDS: u32 = 2048;
 
 impl Default for ShardSizes {
     /// Measured on the 10k-document cpp-docs bundle with the bench's 40 queries
@@ -56,6 +63,7 @@ impl Default for ShardSizes {
         ShardSizes {
             lexical: 8 * 1024,
             fragment: 4 * 1024,
+            vocabulary: 24,
         }
     }
 }
@@ -83,6 +91,8 @@ pub struct Core {
     pub lex_shard_terms: Vec<u32>,
     /// First document of each fragment shard.
     pub frag_shards: Vec<u32>,
+    /// Number of vocabulary shards (`voc-N.bin`, N below it).
+    pub vocab_shards: u32,
 }
 
 /// One file of a split bundle besides the core.
@@ -91,7 +101,7 @@ pub enum ShardId {
     Lexical(u32),
     Fragment(u32),
     Documents,
-    Vocabulary,
+    Vocabulary(u32),
 }
 
 impl ShardId {
@@ -100,7 +110,7 @@ impl ShardId {
             ShardId::Lexical(i) => format!("lex-{i}.bin"),
             ShardId::Fragment(i) => format!("frag-{i}.bin"),
             ShardId::Documents => "docs.bin".into(),
-            ShardId::Vocabulary => "vocab.bin".into(),
+            ShardId::Vocabulary(i) => format!("voc-{i}.bin"),
         }
     }
 
@@ -113,10 +123,10 @@ impl ShardId {
         };
         match name {
             "docs.bin" => Some(ShardId::Documents),
-            "vocab.bin" => Some(ShardId::Vocabulary),
             _ => numbered("lex-")
                 .map(ShardId::Lexical)
-                .or_else(|| numbered("frag-").map(ShardId::Fragment)),
+                .or_else(|| numbered("frag-").map(ShardId::Fragment))
+                .or_else(|| numbered("voc-").map(ShardId::Vocabulary)),
         }
     }
 }
@@ -152,6 +162,8 @@ pub struct FragShard {
     pub texts: Vec<String>,
 }
 
+/// One vocabulary shard: the terms filed under a correction key of its number
+/// ([`crate::search::expand::correction_keys`]), in term order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Vocabulary {
     pub terms: Vec<String>,
@@ -300,24 +312,39 @@ pub fn split_with(
         ShardId::Documents,
         shard_file(bundle_id, ShardId::Documents, &docs.documents)?,
     );
-    let vocabulary = Vocabulary {
-        terms: bundle.lexical.terms.clone(),
-        dfs: bundle
-            .lexical
-            .postings
+    // Vocabulary shards: each term under every correction key it has, so a misspelt word
+    // finds each of its corrections in one of its own keys' shards.
+    let terms = &bundle.lexical.terms;
+    let vocab_shards = terms
+        .len()
+        .div_ceil(sizes.vocabulary.max(1))
+        .clamp(1, MAX_VOCAB_SHARDS as usize) as u32;
+    let surfaces = crate::search::suggest::surface_forms(bundle);
+    let mut vocabulary: Vec<Vocabulary> = (0..vocab_shards)
+        .map(|_| Vocabulary {
+            terms: Vec::new(),
+            dfs: Vec::new(),
+            surfaces: Vec::new(),
+        })
+        .collect();
+    for (i, term) in terms.iter().enumerate() {
+        let mut shards: Vec<u32> = correction_keys(term)
             .iter()
-            .map(|p| p.tfs.len() as u32)
-            .collect(),
-        surfaces: crate::search::suggest::surface_forms(bundle)
-            .iter()
-            .zip(&bundle.lexical.terms)
-            .map(|(surface, term)| surface_entry(term, surface.as_deref()))
-            .collect(),
-    };
-    add(
-        ShardId::Vocabulary,
-        shard_file(bundle_id, ShardId::Vocabulary, &vocabulary)?,
-    );
+            .map(|k| correction_shard(k, vocab_shards))
+            .collect();
+        shards.sort_unstable();
+        shards.dedup();
+        for shard in shards {
+            let v = &mut vocabulary[shard as usize];
+            v.terms.push(term.clone());
+            v.dfs.push(bundle.lexical.postings[i].tfs.len() as u32);
+            v.surfaces.push(surface_entry(term, surfaces[i].as_deref()));
+        }
+    }
+    for (i, body) in vocabulary.into_iter().enumerate() {
+        let shard = ShardId::Vocabulary(i as u32);
+        add(shard, shard_file(bundle_id, shard, body)?);
+    }
 
     let mut doc_types: Vec<String> = docs.documents.iter().map(|d| d.doc_type.clone()).collect();
     doc_types.sort();
@@ -347,6 +374,7 @@ pub fn split_with(
         lex_shards,
         lex_shard_terms,
         frag_shards,
+        vocab_shards,
     };
     let payload = to_bytes(&core, "core")?;
     let mut core_file = SPLIT_MAGIC.to_vec();
@@ -377,7 +405,7 @@ pub struct SplitBundle {
     lexical: Vec<Option<LexShard>>,
     fragments: Vec<Option<FragShard>>,
     documents: Option<Vec<Document>>,
-    vocabulary: Option<Vocabulary>,
+    vocabulary: Vec<Option<Vocabulary>>,
 }
 
 impl SplitBundle {
@@ -434,15 +462,18 @@ impl SplitBundle {
         {
             return corrupt("shard boundaries are out of order");
         }
+        if !(1..=MAX_VOCAB_SHARDS).contains(&core.vocab_shards) {
+            return corrupt("the vocabulary shard count is out of range");
+        }
         let lexical = (0..core.lex_shards.len()).map(|_| None).collect();
         let fragments = (0..core.frag_shards.len()).map(|_| None).collect();
         Ok(SplitBundle {
+            vocabulary: (0..core.vocab_shards).map(|_| None).collect(),
             core,
             first_chunk,
             lexical,
             fragments,
             documents: None,
-            vocabulary: None,
         })
     }
 
@@ -473,8 +504,12 @@ impl SplitBundle {
                 }
                 self.documents = Some(body);
             }
-            ShardId::Vocabulary => {
+            ShardId::Vocabulary(i) => {
+                if i >= self.core.vocab_shards {
+                    return Err(self.corrupt(shard, "is not a shard of this split"));
+                }
                 let body: Vocabulary = self.open_shard(shard, bytes)?;
+                let n = self.core.vocab_shards;
                 let fits = body.terms.len() == body.dfs.len()
                     && body.terms.len() == body.surfaces.len()
                     && body
@@ -482,12 +517,16 @@ impl SplitBundle {
                         .iter()
                         .zip(&body.terms)
                         .all(|((keep, _), t)| t.is_char_boundary(*keep as usize))
-                    && body.terms.len() == self.core.header.counts.terms as usize
-                    && body.terms.windows(2).all(|w| w[0] < w[1]);
+                    && body.terms.windows(2).all(|w| w[0] < w[1])
+                    && body.terms.iter().all(|t| {
+                        correction_keys(t)
+                            .iter()
+                            .any(|k| correction_shard(k, n) == i)
+                    });
                 if !fits {
                     return Err(self.corrupt(shard, "malformed term list"));
                 }
-                self.vocabulary = Some(body);
+                self.vocabulary[i as usize] = Some(body);
             }
         }
         Ok(())
@@ -722,7 +761,11 @@ impl SplitBundle {
         self.documents.as_deref().ok_or(ShardId::Documents)
     }
 
-    pub fn vocabulary(&self) -> std::result::Result<&Vocabulary, ShardId> {
-        self.vocabulary.as_ref().ok_or(ShardId::Vocabulary)
+    /// Vocabulary shard `i` (`i` below [`Core::vocab_shards`]).
+    pub fn vocabulary(&self, i: u32) -> std::result::Result<&Vocabulary, ShardId> {
+        self.vocabulary
+            .get(i as usize)
+            .and_then(Option::as_ref)
+            .ok_or(ShardId::Vocabulary(i))
     }
 }

@@ -13,6 +13,7 @@ use crate::bundle::{Bundle, ChunkMeta, Document, Header};
 use crate::error::{Error, Result};
 use crate::index::lexical::{self, QueryTerm};
 use crate::index::vector::VectorIndex;
+use crate::search::expand::{correction_keys, correction_shard};
 
 /// The engine's data.
 #[derive(Debug)]
@@ -282,28 +283,34 @@ impl<'a> Corpus<'a> {
         self.first_chunks_with(term, usize::MAX)
     }
 
-    /// A split bundle's stored surface form of `term` (`vocab.bin`; recorded as needed until
-    /// it is loaded); `None` for a whole bundle, which reads it from the chunks.
+    /// A split bundle's stored surface form of `term` (from a loaded vocabulary shard that
+    /// files it, or recorded as needed); `None` for a whole bundle, which reads it from the
+    /// chunks.
     pub fn stored_surface(&self, term: &str) -> Option<Option<String>> {
-        match self.data {
-            Data::Whole(_) => None,
-            Data::Split(s) => Some(match s.vocabulary() {
-                Ok(v) => v
-                    .terms
-                    .binary_search_by(|t| t.as_str().cmp(term))
-                    .ok()
-                    .and_then(|i| v.surface(i)),
-                Err(shard) => {
-                    self.need(shard);
-                    None
-                }
-            }),
+        let Data::Split(s) = self.data else {
+            return None;
+        };
+        let shards = correction_shards(&[term], s.core.vocab_shards);
+        for &i in &shards {
+            if let Ok(v) = s.vocabulary(i) {
+                let at = v.terms.binary_search_by(|t| t.as_str().cmp(term)).ok();
+                return Some(at.and_then(|i| v.surface(i)));
+            }
         }
+        if let Some(&i) = shards.first() {
+            self.need(ShardId::Vocabulary(i));
+        }
+        Some(None)
     }
 
-    /// Every term of the index with its document frequency, in term order.
-    pub fn vocabulary(&self) -> Vec<(&'a str, usize)> {
+    /// The index terms, with their document frequencies, that a correction of `words` may
+    /// be (none for no words): every term of a whole bundle; the terms of a split bundle's vocabulary shards
+    /// that file the words' correction keys (recorded as needed until loaded). Each once, in
+    /// no particular order. [`super::expand::close_terms`] keeps the ones that share a key with its word,
+    /// so both give the same corrections.
+    pub fn correction_candidates(&self, words: &[&str]) -> Vec<(&'a str, usize)> {
         match self.data {
+            _ if words.is_empty() => Vec::new(),
             Data::Whole(b) => b
                 .lexical
                 .terms
@@ -311,18 +318,38 @@ impl<'a> Corpus<'a> {
                 .zip(&b.lexical.postings)
                 .map(|(t, p)| (t.as_str(), p.tfs.len()))
                 .collect(),
-            Data::Split(s) => match s.vocabulary() {
-                Ok(v) => v
-                    .terms
-                    .iter()
-                    .zip(&v.dfs)
-                    .map(|(t, &df)| (t.as_str(), df as usize))
-                    .collect(),
-                Err(shard) => {
-                    self.need(shard);
-                    Vec::new()
+            Data::Split(s) => {
+                // A few shards of a few dozen terms: a linear check costs less code than a sort
+                // (the lexical wasm build is sized for first paint).
+                let mut out: Vec<(&str, usize)> = Vec::new();
+                for i in correction_shards(words, s.core.vocab_shards) {
+                    match s.vocabulary(i) {
+                        Ok(v) => {
+                            for (t, &df) in v.terms.iter().zip(&v.dfs) {
+                                if !out.iter().any(|(o, _)| o == t) {
+                                    out.push((t, df as usize));
+                                }
+                            }
+                        }
+                        Err(shard) => self.need(shard),
+                    }
                 }
-            },
+                out
+            }
         }
     }
+}
+
+/// The vocabulary shards (of `n`) that file `words`' correction keys, each once.
+fn correction_shards(words: &[&str], n: u32) -> Vec<u32> {
+    let mut shards: Vec<u32> = Vec::new();
+    for w in words {
+        for k in correction_keys(w) {
+            let i = correction_shard(&k, n);
+            if !shards.contains(&i) {
+                shards.push(i);
+            }
+        }
+    }
+    shards
 }

@@ -58,6 +58,44 @@ pub fn max_edits(len: usize) -> usize {
 /// its own stem).
 pub const FREE_TAIL: usize = 3;
 
+/// Characters of a word's beginning that its corrections are filed under
+/// ([`correction_keys`]).
+pub const KEY_CHARS: usize = 3;
+
+/// A correction key: up to [`KEY_CHARS`] characters, `'\0'`-padded.
+pub type CorrectionKey = [char; KEY_CHARS];
+
+/// The keys a word is filed under for corrections: its first [`KEY_CHARS`] characters, and
+/// the first ones left after deleting any one of them (deleting a later one leaves them as
+/// they are). Two words one edit apart always share a key, wherever the edit is (delete the
+/// edited character, or one of a swapped pair, from both); two edits apart, when at most one
+/// of them falls in the first four characters. Corrections are looked for among the terms
+/// that share a key with the typed word or its stem: a split bundle files its vocabulary
+/// under these keys ([`correction_shard`]), so a misspelt word fetches a few small shards
+/// instead of every term, and every host looks in the same place.
+pub fn correction_keys(word: &str) -> [CorrectionKey; KEY_CHARS + 1] {
+    let mut head = ['\0'; KEY_CHARS + 1];
+    for (slot, c) in head.iter_mut().zip(word.chars()) {
+        *slot = c;
+    }
+    let mut keys = [['\0'; KEY_CHARS]; KEY_CHARS + 1];
+    for (skip, key) in keys.iter_mut().enumerate() {
+        let kept = head.iter().enumerate().filter(|&(i, _)| i != skip);
+        for (slot, (_, &c)) in key.iter_mut().zip(kept) {
+            *slot = c;
+        }
+    }
+    keys
+}
+
+/// The vocabulary shard (of `shards`) that files `key`: FNV-1a over its characters.
+pub fn correction_shard(key: &CorrectionKey, shards: u32) -> u32 {
+    let hash = key.iter().fold(0x811c_9dc5u32, |h, &c| {
+        (h ^ c as u32).wrapping_mul(0x0100_0193)
+    });
+    hash % shards.max(1)
+}
+
 /// Index terms within [`max_edits`] of the query word (`term` its analyzed form, `typed` the
 /// word as written, lowercased), whose document frequency is at least `min_df`: closest
 /// first, then the ones that share the longest beginning with the typed word (the same word
@@ -73,6 +111,7 @@ pub fn close_terms<'a>(
     osa: &mut Osa,
 ) -> Vec<(&'a str, usize, usize)> {
     let word: Vec<char> = term.chars().collect();
+    let (by_term, by_typed) = (correction_keys(term), correction_keys(typed));
     let typed: Vec<char> = typed.chars().collect();
     let max = max_edits(typed.len().max(word.len()));
     // What the stemmer may have cut: nothing from a word of four letters or fewer.
@@ -92,9 +131,14 @@ pub fn close_terms<'a>(
         cand.len().abs_diff(term_bytes) <= 4 * max
             || (cand.len() <= typed_bytes + 4 * max && typed_bytes <= cand.len() + 4 * (max + tail))
     };
+    let filed = |cand: &str| {
+        correction_keys(cand)
+            .iter()
+            .any(|k| by_term.contains(k) || by_typed.contains(k))
+    };
     let mut close: Vec<(usize, Reverse<usize>, Reverse<usize>, &str)> = Vec::new();
     for &(cand, cdf) in vocabulary {
-        if cdf < min_df || cand == term || !near(cand) {
+        if cdf < min_df || cand == term || !near(cand) || !filed(cand) {
             continue;
         }
         let d = match (
@@ -167,20 +211,29 @@ pub fn expand(corpus: &Corpus, query: &str, tokens: &[Token]) -> Vec<QueryTerm> 
         return tokens.iter().map(|t| QueryTerm::exact(&t.term)).collect();
     }
     let mut out: Vec<QueryTerm> = Vec::with_capacity(tokens.len());
-    let mut vocabulary: Option<Vec<(&str, usize)>> = None;
     let mut osa = Osa::default();
-    let mut corrected = 0;
+    // The words corrected (the first few unknown ones), as stems and as typed: their
+    // candidates are read in one go.
     let misspelt = looks_misspelt(tokens, &dfs);
+    // Per word, its typed form where it is corrected (the first few unknown ones).
+    let mut typed: Vec<Option<String>> = Vec::with_capacity(tokens.len());
+    let mut words: Vec<&str> = Vec::new();
     for (t, &df) in tokens.iter().zip(&dfs) {
+        let fix = df == 0 && misspelt && correctable(&t.term) && words.len() < MAX_WORDS_CORRECTED;
+        typed.push(fix.then(|| typed_word(query, t)));
+        if fix {
+            words.push(&t.term);
+        }
+    }
+    words.extend(typed.iter().flatten().map(String::as_str));
+    let vocabulary = corpus.correction_candidates(&words);
+    for (t, typed) in tokens.iter().zip(&typed) {
         let exact = QueryTerm::exact(&t.term);
-        if df > 0 || !misspelt || !correctable(&t.term) || corrected == MAX_WORDS_CORRECTED {
+        let Some(typed) = typed else {
             out.push(exact);
             continue;
-        }
-        corrected += 1;
-        let vocabulary = vocabulary.get_or_insert_with(|| corpus.vocabulary());
-        let typed = typed_word(query, t);
-        let close = close_terms(vocabulary, &t.term, &typed, 1, MAX_ALTERNATIVES, &mut osa);
+        };
+        let close = close_terms(&vocabulary, &t.term, typed, 1, MAX_ALTERNATIVES, &mut osa);
         if close.is_empty() {
             out.push(exact);
         }
@@ -254,6 +307,76 @@ mod tests {
             .into_iter()
             .map(|(t, _, _)| t)
             .collect()
+    }
+
+    /// Every word within one edit (insert, delete, substitute, swap) shares a correction key
+    /// with the word, at any position, so the vocabulary shards of its keys hold it.
+    #[test]
+    fn one_edit_anywhere_shares_a_correction_key() {
+        let shares = |a: &str, b: &str| {
+            let kb = correction_keys(b);
+            correction_keys(a).iter().any(|k| kb.contains(k))
+        };
+        for word in [
+            "configuration",
+            "cache",
+            "lambda",
+            "abc",
+            "ab",
+            "сервер",
+            "ёж",
+            "x86",
+        ] {
+            let chars: Vec<char> = word.chars().collect();
+            let mut variants: Vec<String> = Vec::new();
+            for i in 0..=chars.len() {
+                for c in ['a', 'z', 'я', '1'] {
+                    let mut v = chars.clone();
+                    v.insert(i, c);
+                    variants.push(v.iter().collect());
+                    if i < chars.len() {
+                        let mut v = chars.clone();
+                        v[i] = c;
+                        variants.push(v.iter().collect());
+                    }
+                }
+                if i < chars.len() {
+                    let mut v = chars.clone();
+                    v.remove(i);
+                    variants.push(v.iter().collect());
+                }
+                if i + 1 < chars.len() {
+                    let mut v = chars.clone();
+                    v.swap(i, i + 1);
+                    variants.push(v.iter().collect());
+                }
+            }
+            for v in variants {
+                assert!(shares(word, &v), "{word} / {v}");
+            }
+        }
+        // Two edits share a key when at most one falls in the first four characters.
+        assert!(shares("configuration", "cnfiguraton"));
+        assert!(!shares("configuration", "ocnifguration"));
+        assert!(!shares("cache", "xyz"));
+        // The shard of a key is a pure function of it (split files are reproducible).
+        let key = correction_keys("lambda")[3];
+        assert_eq!(key, ['l', 'a', 'm']);
+        assert_eq!(correction_shard(&key, 1), 0);
+        assert_eq!(correction_shard(&key, 2048), correction_shard(&key, 2048));
+    }
+
+    /// A term that shares no correction key with the word is no correction of it, however
+    /// close: two edits in its first four characters.
+    #[test]
+    fn corrections_come_from_the_words_own_keys() {
+        let vocabulary = [("configur", 50)];
+        assert_eq!(close(&vocabulary, "ocnfigur", "ocnfigur"), ["configur"]);
+        assert_eq!(close(&vocabulary, "ocnfiugr", "ocnfiugr"), ["configur"]);
+        assert_eq!(
+            close(&vocabulary, "ocnifgur", "ocnifgur"),
+            Vec::<&str>::new()
+        );
     }
 
     #[test]

@@ -40,11 +40,12 @@ pub fn suggestions(
         // Mostly words the collection does not have: another language, not typos.
         return Vec::new();
     }
-    let mut vocabulary: Option<Vec<(&str, usize)>> = None;
     let mut osa = Osa::default();
-    let mut looked_up = 0;
+    // The words looked up, with the least frequency of their replacements and as typed;
+    // their candidates are read in one go.
+    let mut looked_up: Vec<(&Token, usize, String)> = Vec::new();
     for (t, &df) in tokens.iter().zip(&dfs) {
-        if !super::expand::correctable(&t.term) {
+        if !super::expand::correctable(&t.term) || looked_up.len() == MAX_WORDS_LOOKED_UP {
             continue;
         }
         let min_df = if df == 0 {
@@ -54,16 +55,19 @@ pub fn suggestions(
         } else {
             continue;
         };
-        if looked_up == MAX_WORDS_LOOKED_UP {
-            break;
-        }
-        looked_up += 1;
-        let vocabulary = vocabulary.get_or_insert_with(|| corpus.vocabulary());
+        looked_up.push((t, min_df, super::expand::typed_word(query, t)));
+    }
+    let mut words: Vec<&str> = Vec::new();
+    for (t, _, typed) in &looked_up {
+        words.push(&t.term);
+        words.push(typed);
+    }
+    let vocabulary = corpus.correction_candidates(&words);
+    for (t, min_df, typed) in &looked_up {
         // Closest first, then the same word family, then the most frequent (a few more than
         // are shown: a term whose surface form cannot be found is skipped).
-        let typed = super::expand::typed_word(query, t);
         let close =
-            super::expand::close_terms(vocabulary, &t.term, &typed, min_df, CANDIDATES, &mut osa);
+            super::expand::close_terms(&vocabulary, &t.term, typed, *min_df, CANDIDATES, &mut osa);
         let words: Vec<String> = close
             .into_iter()
             .filter_map(|(stem, _, _)| surface(corpus, analyzer, stem))

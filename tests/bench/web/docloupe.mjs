@@ -19,7 +19,7 @@ const summary = (xs) => ({ medianMs: median(xs), p95Ms: percentile(xs, 95) });
  * ask for them.
  */
 function dataRounds(list) {
-  const kinds = list.map((r) => path.basename(r.url)).filter((f) => /^(lex|frag)-|^(docs|vocab)\.bin$/.test(f)).map((f) => f.split(/[-.]/)[0]);
+  const kinds = list.map((r) => path.basename(r.url)).filter((f) => /^(lex|frag|voc)-|^docs\.bin$/.test(f)).map((f) => f.split(/[-.]/)[0]);
   return kinds.filter((k, i) => i === 0 || k !== kinds[i - 1]).length;
 }
 
