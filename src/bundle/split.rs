@@ -46,7 +46,11 @@ pub const WHOLE_FILE: &str = "bundle.bin";
 pub struct ShardSizes {
     pub lexical: usize,
     pub fragment: usize,
-    /// Terms per vocabulary shard, on average (at most [`MAX_VOCAB_SHARDS`] shards).
+    /// Terms per vocabulary shard, on average (at most [`MAX_VOCAB_SHARDS`] shards). Each term
+    /// is filed under up to 4 keys and a misspelt word reads up to 4 shards (8 when its stem
+    /// and its typed form begin differently): with cpp-docs' 48,278 terms, 24 a shard (2,012
+    /// shards, ~1 KB brotli each) costs a two-typo first query 7 KB (`bench-web`); 48 a shard
+    /// would cost about 12 KB (simulated on the same terms), at the edge of its 200 KB budget.
     pub vocabulary: usize,
 }
 

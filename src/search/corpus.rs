@@ -304,10 +304,10 @@ impl<'a> Corpus<'a> {
     }
 
     /// The index terms, with their document frequencies, that a correction of `words` may
-    /// be (none for no words): every term of a whole bundle; the terms of a split bundle's vocabulary shards
-    /// that file the words' correction keys (recorded as needed until loaded). Each once, in
-    /// no particular order. [`super::expand::close_terms`] keeps the ones that share a key with its word,
-    /// so both give the same corrections.
+    /// be (none for no words): every term of a whole bundle; the terms of a split bundle's
+    /// vocabulary shards that file the words' correction keys (recorded as needed until
+    /// loaded). Each once, in no particular order. [`super::expand::close_terms`] keeps the
+    /// ones that share a key with its word, so both give the same corrections.
     pub fn correction_candidates(&self, words: &[&str]) -> Vec<(&'a str, usize)> {
         match self.data {
             _ if words.is_empty() => Vec::new(),

@@ -212,10 +212,9 @@ pub fn expand(corpus: &Corpus, query: &str, tokens: &[Token]) -> Vec<QueryTerm> 
     }
     let mut out: Vec<QueryTerm> = Vec::with_capacity(tokens.len());
     let mut osa = Osa::default();
-    // The words corrected (the first few unknown ones), as stems and as typed: their
-    // candidates are read in one go.
     let misspelt = looks_misspelt(tokens, &dfs);
-    // Per word, its typed form where it is corrected (the first few unknown ones).
+    // Per word, its typed form where it is corrected (the first few unknown ones); the
+    // candidates of all of them, stems and typed forms, are read in one go.
     let mut typed: Vec<Option<String>> = Vec::with_capacity(tokens.len());
     let mut words: Vec<&str> = Vec::new();
     for (t, &df) in tokens.iter().zip(&dfs) {
