@@ -499,7 +499,7 @@ fn split(
         "lexical": summary(size("lex-")),
         "fragments": summary(size("frag-")),
         "documentsBytes": size("docs.bin").first(),
-        "vocabularyBytes": size("vocab.bin").first(),
+        "vocabulary": summary(size("voc-")),
         "bundleBytes": bytes.len(),
     });
     print_line(&serde_json::to_string_pretty(&report)?)?;

@@ -11,7 +11,8 @@
 //! ([`super::suggest`]).
 //!
 //! Candidates come from the vocabulary (a whole bundle's term list; a split bundle's
-//! `vocab.bin`, fetched only when a word is unknown) and completions from the term range of
+//! vocabulary shards of the word's [`correction_keys`], fetched only when a word is unknown)
+//! and completions from the term range of
 //! the prefix (the lexical shard it falls in), so a correctly spelled query costs nothing more.
 
 use std::cmp::Reverse;

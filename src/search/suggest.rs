@@ -107,7 +107,7 @@ pub fn suggestions(
 }
 
 /// The most frequent lowercase word in the collection whose term is `stem`: written at split
-/// time into `vocab.bin` ([`surface_forms`]), so a split bundle spells its suggestions
+/// time into the vocabulary shards ([`surface_forms`]), so a split bundle spells its suggestions
 /// without fetching the chunks (and their shards) a whole bundle reads them from.
 fn surface(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Option<String> {
     if let Some(stored) = corpus.stored_surface(stem) {

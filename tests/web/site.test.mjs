@@ -459,19 +459,19 @@ test('service worker (regressions): keeps no no-store or private answer, never c
       await page.reload();
       await page.waitForFunction(() => Boolean(navigator.serviceWorker.controller));
       // A listed (lazy) file whose bytes are not the manifest's: served, not cached.
-      fs.appendFileSync(path.join(data, 'vocab.bin'), 'changed');
+      fs.appendFileSync(path.join(data, 'docs.bin'), 'changed');
       const kept = await page.evaluate(async () => {
-        const got = await Promise.all(['/private/account.html', '/open/note.html', '/data/docs/vocab.bin'].map((u) => fetch(u).then((r) => r.status)));
+        const got = await Promise.all(['/private/account.html', '/open/note.html', '/data/docs/docs.bin'].map((u) => fetch(u).then((r) => r.status)));
         await new Promise((r) => setTimeout(r, 500));
         const runtime = await (await caches.open('docloupe-runtime')).keys();
         const name = (await caches.keys()).find((n) => n.startsWith('docloupe-') && n !== 'docloupe-runtime');
-        const vocab = await (await caches.open(name)).match('/data/docs/vocab.bin');
-        return { got, runtime: runtime.map((r) => new URL(r.url).pathname), vocab: Boolean(vocab) };
+        const changed = await (await caches.open(name)).match('/data/docs/docs.bin');
+        return { got, runtime: runtime.map((r) => new URL(r.url).pathname), changed: Boolean(changed) };
       });
       assert.deepEqual(kept.got, [200, 200, 200]);
       assert.ok(kept.runtime.includes('/open/note.html'), JSON.stringify(kept));
       assert.ok(!kept.runtime.includes('/private/account.html'), 'a no-store answer is not kept');
-      assert.equal(kept.vocab, false, 'a file that is not the manifest\'s is not cached');
+      assert.equal(kept.changed, false, 'a file whose bytes are not the manifest\'s is not cached');
       await check();
       await context.close();
       // A page changed after the manifest was written: the install fails, nothing is cached.
