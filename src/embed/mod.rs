@@ -147,24 +147,6 @@ pub fn match_rule(model_id: &str) -> MatchRule {
     }
 }
 
-/// Where a model's cosines begin to mean something, for hybrid fusion: the semantic signal
-/// it adds to the lexical one is `(cos − floor) / (1 − floor)`, clamped at 0. Multilingual
-/// E5 (trained with a low softmax temperature) puts unrelated passages at 0.7–0.85 and
-/// answers at 0.85–0.92, so a raw cosine moved a fused score by a few hundredths while the
-/// lexical side moved it by up to 0.5, and hybrid was little more than fulltext. Chosen on
-/// dev data only, hybrid without the second stage, nDCG@10: SciFact train 0.7140 (floor 0),
-/// 0.7250 (0.6), 0.7302 (0.7), 0.7334 (0.75), **0.7363 (0.8)**, 0.7293 (0.85), 0.6983 (0.9);
-/// the Russian docs-questions dev split 0.6410 (0) → 0.6837 (0.8). MiniLM (0.0) spreads its
-/// cosines over 0–0.8 already. The raw cosine stays what the match rule, the second stage
-/// and semantic mode read.
-pub fn fusion_floor(model_id: &str) -> f32 {
-    if model_id.starts_with("multilingual-e5") {
-        0.8
-    } else {
-        0.0
-    }
-}
-
 /// See [`match_rule`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct MatchRule {

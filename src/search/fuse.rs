@@ -9,8 +9,7 @@
 //! ```text
 //! lexical  = min(1, bm25 / Σ idf(query terms))     Σ idf: a chunk holding every term once
 //!          = 1 when the chunk's title/breadcrumb contains every query term
-//! semantic = max(0, (cos − floor) / (1 − floor))   floor: the model's (embed::fusion_floor):
-//!                                                   0 for MiniLM, 0.8 for multilingual E5
+//! semantic = max(0, cos)
 //! score    = LEXICAL_WEIGHT · lexical + SEMANTIC_WEIGHT · semantic
 //! ```
 //!
@@ -146,13 +145,6 @@ fn hybrid(
     let scores: Vec<(u32, f32, f32, f32)> = match fusion {
         Fusion::Weighted => {
             let ideal = r.corpus.ideal_score(terms);
-            // The model's cosines, rescaled from where they begin to mean something.
-            let floor = r
-                .corpus
-                .header()
-                .embedding
-                .as_ref()
-                .map_or(0.0, |m| crate::embed::fusion_floor(&m.id));
             // The breadcrumb rule reads the query's own words.
             let query_terms: BTreeSet<&str> = terms
                 .iter()
@@ -173,8 +165,7 @@ fn hybrid(
                         lexical = 1.0;
                     }
                     let semantic = cos.max(0.0);
-                    let scaled = ((cos - floor) / (1.0 - floor)).max(0.0);
-                    let score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * scaled;
+                    let score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic;
                     (chunk, score, bm25, semantic)
                 })
                 .collect()
