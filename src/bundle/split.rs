@@ -29,7 +29,7 @@ use super::format::{check_prefix, decode_exact, to_bytes};
 use super::model::{Bundle, ChunkMeta, Document, Header};
 use crate::error::{Error, Result};
 use crate::index::lexical;
-use crate::search::expand::{correction_keys, correction_shard};
+use crate::search::expand::{correction_keys, correction_shard, correction_shards};
 
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
@@ -332,13 +332,7 @@ pub fn split_with(
         })
         .collect();
     for (i, term) in terms.iter().enumerate() {
-        let mut shards: Vec<u32> = correction_keys(term)
-            .iter()
-            .map(|k| correction_shard(k, vocab_shards))
-            .collect();
-        shards.sort_unstable();
-        shards.dedup();
-        for shard in shards {
+        for shard in correction_shards(&[term], vocab_shards) {
             let v = &mut vocabulary[shard as usize];
             v.terms.push(term.clone());
             v.dfs.push(bundle.lexical.postings[i].tfs.len() as u32);

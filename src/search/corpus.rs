@@ -13,7 +13,7 @@ use crate::bundle::{Bundle, ChunkMeta, Document, Header};
 use crate::error::{Error, Result};
 use crate::index::lexical::{self, QueryTerm};
 use crate::index::vector::VectorIndex;
-use crate::search::expand::{correction_keys, correction_shard};
+use crate::search::expand::correction_shards;
 
 /// The engine's data.
 #[derive(Debug)]
@@ -338,18 +338,4 @@ impl<'a> Corpus<'a> {
             }
         }
     }
-}
-
-/// The vocabulary shards (of `n`) that file `words`' correction keys, each once.
-fn correction_shards(words: &[&str], n: u32) -> Vec<u32> {
-    let mut shards: Vec<u32> = Vec::new();
-    for w in words {
-        for k in correction_keys(w) {
-            let i = correction_shard(&k, n);
-            if !shards.contains(&i) {
-                shards.push(i);
-            }
-        }
-    }
-    shards
 }

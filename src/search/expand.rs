@@ -97,6 +97,20 @@ pub fn correction_shard(key: &CorrectionKey, shards: u32) -> u32 {
     hash % shards.max(1)
 }
 
+/// The vocabulary shards (of `n`) that file `words`' correction keys, each once.
+pub fn correction_shards(words: &[&str], n: u32) -> Vec<u32> {
+    let mut shards: Vec<u32> = Vec::new();
+    for w in words {
+        for k in correction_keys(w) {
+            let i = correction_shard(&k, n);
+            if !shards.contains(&i) {
+                shards.push(i);
+            }
+        }
+    }
+    shards
+}
+
 /// Index terms within [`max_edits`] of the query word (`term` its analyzed form, `typed` the
 /// word as written, lowercased), whose document frequency is at least `min_df`: closest
 /// first, then the ones that share the longest beginning with the typed word (the same word
