@@ -15,6 +15,11 @@ Datasets:
                   split: regression checks only, never used to choose anything).
   xquad-x:ru-en, xquad-x:en-ru   cross-language XQuAD-R: Russian questions over the English
                   paragraphs and the other way round (shared ids), multilingual E5.
+  docs-x:ru-en, docs-x:en-ru   cross-language developer questions: the FastAPI questions of
+                  one language over the other language's FastAPI docs (the same pages under
+                  docs/ru/ and docs/en/; judgments follow the path, pages the other side lacks
+                  are dropped), multilingual E5; split as the questions. Unlike xquad-x it has a
+                  dev split, so cross-language behaviour can be chosen on.
   typos:<corpus>/<exact|edit1|edit2|prefix>   generated from 60 page titles per corpus: the
                   title, with one or two random edits in its longest word, or with its last
                   word cut to 4 characters; notes give top-5 hit.
@@ -65,7 +70,8 @@ BEIR = ["scifact", "xquad-r/en-paragraph", "xquad-r/ru-paragraph"]
 TYPO_CORPORA = DOCS_CORPORA
 TYPOS = [f"typos:{c}/{v}" for c in TYPO_CORPORA for v in ("exact", "edit1", "edit2", "prefix")]
 # Each model on the sets that tell them apart (the plain names use `--model auto`).
-PER_MODEL = ["scifact@e5", "xquad-r/en-paragraph@e5", "xquad-r/ru-paragraph@minilm", "xquad-x:ru-en", "xquad-x:en-ru"]
+PER_MODEL = ["scifact@e5", "xquad-r/en-paragraph@e5", "xquad-r/ru-paragraph@minilm", "xquad-x:ru-en", "xquad-x:en-ru",
+             "docs-x:ru-en", "docs-x:en-ru"]
 DATASETS = ([f"docs:{c}" for c in DOCS_CORPORA] + [f"titles:{c}" for c in DOCS_CORPORA] + BEIR + TYPOS
             + PER_MODEL)
 MODES = {
@@ -195,6 +201,12 @@ def page_titles(bundle):
     return titles
 
 
+@functools.cache
+def document_paths(bundle):
+    r = subprocess.run([os.path.join(BIN, "index-builder"), "dump", bundle], capture_output=True, text=True, check=True)
+    return {json.loads(line)["documentPath"] for line in r.stdout.splitlines()}
+
+
 def title_queries(corpus, bundle):
     """Exact page titles as queries; every page with that exact title is relevant."""
     titles = page_titles(bundle)
@@ -269,6 +281,20 @@ def dataset(name, split, extra_build, rebuild):
         bundle = beir_bundle(f"xquad-r/{p_lang}-paragraph", extra_build or ["--model", "e5-multilingual"], rebuild)
         qs = [{"id": q["_id"], "text": q["text"], "rels": qrels[q["_id"]]}
               for q in read_jsonl(os.path.join(EVAL, f"xquad-r/{q_lang}-paragraph", "queries.jsonl")) if q["_id"] in qrels]
+        return bundle, qs, f"{q_lang}→{p_lang}"
+    if kind == "docs-x":
+        q_lang, _, p_lang = rest.partition("-")
+        target = f"{p_lang}-small-fastapi-docs"
+        bundle = docs_bundle(target, extra_build or ["--model", "e5-multilingual"], rebuild)
+        pages = document_paths(bundle)
+        qs = []
+        for q in read_jsonl(QUESTIONS):
+            if q["corpus"] != f"{q_lang}-small-fastapi-docs" or q["split"] != split:
+                continue
+            rels = {p.replace(f"docs/{q_lang}/", f"docs/{p_lang}/", 1): g for p, g in q["judgments"].items()}
+            rels = {p: g for p, g in rels.items() if p in pages}
+            if 2 in rels.values():
+                qs.append({"id": q["id"], "text": q["question"], "rels": rels})
         return bundle, qs, f"{q_lang}→{p_lang}"
     if kind == "typos":
         corpus, _, variant = rest.partition("/")
@@ -405,7 +431,7 @@ def main():
             log(f"{name}: no {args.split} queries, skipped")
             continue
         queries = queries[:args.max_queries] if args.max_queries else queries
-        beir = not name.startswith(("docs:", "titles:", "typos:"))
+        beir = not name.startswith(("docs:", "docs-x:", "titles:", "typos:"))
         answer_grade = 1 if beir else 2
         # Typo queries are judged by top-5 hit (the column says Top3 elsewhere).
         typos = name.startswith("typos:")
