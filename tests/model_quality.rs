@@ -142,3 +142,78 @@ fn e5_as_the_engine_runs_it_matches_the_float64_reference_in_english_and_russian
         );
     }
 }
+
+/// The E5 embedder tokenizes with `CompactUnigram` in place of `tokenizers`' own Unigram model
+/// (the same pipeline around it): every text must come out as the same tokens, ids and
+/// offsets as through the stock tokenizer.json.
+#[test]
+fn e5_compact_tokenizer_gives_the_stock_tokenizers_tokens() {
+    use tokenizers::decoders::DecoderWrapper;
+    use tokenizers::normalizers::NormalizerWrapper;
+    use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+    use tokenizers::processors::PostProcessorWrapper;
+    use tokenizers::{Tokenizer, TokenizerImpl};
+
+    let dir = docloupe::embed::models_root().join("multilingual-e5-small");
+    let json = std::fs::read(dir.join("tokenizer.json")).expect("run `make models`");
+    let stock = Tokenizer::from_bytes(&json).unwrap();
+    let compact: TokenizerImpl<
+        docloupe::embed::unigram::CompactUnigram,
+        NormalizerWrapper,
+        PreTokenizerWrapper,
+        PostProcessorWrapper,
+        DecoderWrapper,
+    > = serde_json::from_slice(&json).unwrap();
+    assert_eq!(compact.get_vocab_size(false), stock.get_vocab_size(false));
+
+    // The project's own texts in English and Russian, and the awkward cases.
+    let mut texts: Vec<String> = vec![
+        String::new(),
+        " ".into(),
+        "   leading and trailing   ".into(),
+        "<unk> <s> </s> <pad> <mask> literal specials".into(),
+        "emoji 🦀🚀 and CJK 東京都 한국어 and Thai ภาษาไทย".into(),
+        "private use \u{E000}\u{E001} runs of unknown \u{10FFFD}\u{10FFFD}x".into(),
+        "combining e\u{301} and ﬁ ligature ＦＵＬＬ width №5 ½".into(),
+        "std::vector<int> --save-dev LNK2019 Get-ChildItem $env:PATH".into(),
+        "Суперкалифрагилистикэкспиалидоцийный антиконституционность".into(),
+        "a".repeat(3000),
+        "ж".repeat(700),
+        "tab\tnew\nline\r\nmixed\u{a0}spaces".into(),
+    ];
+    for line in std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/questions/docs-questions.jsonl"
+    ))
+    .unwrap()
+    .lines()
+    {
+        let q: serde_json::Value = serde_json::from_str(line).unwrap();
+        texts.push(q["question"].as_str().unwrap().to_string());
+    }
+    let mut stack = vec![
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")),
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/ARCHITECTURE.md")),
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/docs")),
+        std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/hostile"
+        )),
+    ];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(path).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            texts.extend(text.split("\n\n").map(str::to_string));
+            texts.extend(text.lines().map(str::to_string));
+        }
+    }
+    assert!(texts.len() > 1000, "{} texts", texts.len());
+    for text in &texts {
+        let a = stock.encode_fast(text.as_str(), true).unwrap();
+        let b = compact.encode_fast(text.as_str(), true).unwrap();
+        assert_eq!(a.get_ids(), b.get_ids(), "{text:?}");
+        assert_eq!(a.get_tokens(), b.get_tokens(), "{text:?}");
+        assert_eq!(a.get_offsets(), b.get_offsets(), "{text:?}");
+    }
+}

@@ -2,18 +2,84 @@
 
 use std::sync::Arc;
 
-use tokenizers::Tokenizer;
+use tokenizers::decoders::DecoderWrapper;
+use tokenizers::normalizers::NormalizerWrapper;
+use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+use tokenizers::processors::PostProcessorWrapper;
+use tokenizers::{Encoding, Tokenizer, TokenizerImpl};
 use tract_onnx::prelude::*;
 
+use super::unigram::CompactUnigram;
 use super::{normalize, sha256_hex, ModelFiles, ModelInfo};
 use crate::error::{Error, Result};
+
+/// `tokenizers`' pipeline with the compact Unigram model ([`CompactUnigram`]).
+type CompactTokenizer = TokenizerImpl<
+    CompactUnigram,
+    NormalizerWrapper,
+    PreTokenizerWrapper,
+    PostProcessorWrapper,
+    DecoderWrapper,
+>;
+
+/// A model's tokenizer: a Unigram one (multilingual E5's XLM-R pieces) with the compact model,
+/// which keeps ~10 MB resident where `tokenizers`' own keeps ~300 MB; any other (MiniLM's
+/// WordPiece) as `tokenizers` loads it.
+enum Tokenizing {
+    Compact(Box<CompactTokenizer>),
+    Stock(Box<Tokenizer>),
+}
+
+impl Tokenizing {
+    /// Without truncation or padding, which the shipped tokenizer.json may ask for (one text
+    /// per call, cut at the model's window by [`Embedder::encode`]).
+    fn load(json: &[u8]) -> Result<Tokenizing> {
+        let err = |e: tokenizers::Error| Error::Model(format!("tokenizer.json does not load: {e}"));
+        if is_unigram(json) {
+            if let Ok(mut t) = serde_json::from_slice::<CompactTokenizer>(json) {
+                t.with_padding(None);
+                t.with_truncation(None).map_err(err)?;
+                return Ok(Tokenizing::Compact(Box::new(t)));
+            }
+        }
+        let mut t = Tokenizer::from_bytes(json).map_err(err)?;
+        t.with_padding(None);
+        t.with_truncation(None).map_err(err)?;
+        Ok(Tokenizing::Stock(Box::new(t)))
+    }
+
+    fn encode(&self, text: &str) -> Result<Encoding> {
+        match self {
+            Tokenizing::Compact(t) => t.encode_fast(text, true),
+            Tokenizing::Stock(t) => t.encode_fast(text, true),
+        }
+        .map_err(|e| Error::Model(format!("tokenizer: {e}")))
+    }
+}
+
+/// Whether a tokenizer.json's model is a Unigram one (read without parsing the vocabulary).
+fn is_unigram(json: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        model: ModelHead,
+    }
+    #[derive(serde::Deserialize)]
+    struct ModelHead {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        #[serde(default)]
+        byte_fallback: bool,
+    }
+    serde_json::from_slice::<Head>(json)
+        .is_ok_and(|h| h.model.kind.as_deref() == Some("Unigram") && !h.model.byte_fallback)
+}
 
 /// A loaded, optimized embedding model. Cheap to share across threads (`run` takes `&self`).
 pub struct Embedder {
     info: ModelInfo,
-    /// The model's tokenizer without truncation or padding (one instance: XLM-R's 250k-piece
-    /// vocabulary keeps ~300 MB resident, a second copy for counting doubled that).
-    tokenizer: Tokenizer,
+    /// The model's tokenizer without truncation or padding (one instance, shared by counting
+    /// and embedding).
+    tokenizer: Tokenizing,
     max_tokens: usize,
     query_prefix: String,
     passage_prefix: String,
@@ -30,14 +96,7 @@ impl std::fmt::Debug for Embedder {
 
 impl Embedder {
     pub fn new(files: &ModelFiles) -> Result<Embedder> {
-        let mut tokenizer = Tokenizer::from_bytes(&files.tokenizer)
-            .map_err(|e| Error::Model(format!("tokenizer.json does not load: {e}")))?;
-        // The shipped tokenizer.json may pad to a fixed length and truncate: neither is wanted
-        // (one text per call, cut at the model's window by `encode`).
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(None)
-            .map_err(|e| Error::Model(format!("tokenizer truncation: {e}")))?;
+        let tokenizer = Tokenizing::load(&files.tokenizer)?;
         let plan = load_plan(&files.onnx)
             .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")))?;
         let mut embedder = Embedder {
@@ -73,8 +132,7 @@ impl Embedder {
     pub fn count_tokens(&self, text: &str) -> Result<usize> {
         let enc = self
             .tokenizer
-            .encode_fast(format!("{}{text}", self.passage_prefix), true)
-            .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
+            .encode(&format!("{}{text}", self.passage_prefix))?;
         Ok(enc.len())
     }
 
@@ -87,11 +145,8 @@ impl Embedder {
 
     /// `text` tokenized and cut to the window: the first `max − 1` tokens and the closing
     /// special token, what truncation of a single sequence keeps.
-    fn encode(&self, text: &str) -> Result<tokenizers::Encoding> {
-        let mut enc = self
-            .tokenizer
-            .encode_fast(text, true)
-            .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
+    fn encode(&self, text: &str) -> Result<Encoding> {
+        let mut enc = self.tokenizer.encode(text)?;
         if enc.len() > self.max_tokens {
             let ids = enc.get_ids();
             let types = enc.get_type_ids();
@@ -100,7 +155,7 @@ impl Embedder {
             cut_ids.push(ids[ids.len() - 1]);
             let mut cut_types = types[..keep].to_vec();
             cut_types.push(types[types.len() - 1]);
-            enc = tokenizers::Encoding::new(
+            enc = Encoding::new(
                 cut_ids,
                 cut_types,
                 vec![String::new(); self.max_tokens],

@@ -17,6 +17,8 @@ mod encoder;
 #[cfg(feature = "models")]
 mod kernels;
 #[cfg(feature = "models")]
+pub mod unigram;
+#[cfg(feature = "models")]
 pub use encoder::Embedder;
 #[cfg(feature = "models")]
 pub(crate) use encoder::{load_plan, run_encoding};
