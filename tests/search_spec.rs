@@ -315,3 +315,41 @@ fn with_e5_a_question_in_one_language_finds_the_page_in_the_other() {
         }
     }
 }
+
+/// Hybrid fusion reads E5's cosines relative to the query's best (`embed::fusion_span`): E5
+/// puts every passage of a collection within about 0.1 of one another, so a raw cosine barely
+/// moved a fused score. Where the lexical side has nothing (another language), the nearest
+/// chunk scores the full semantic half, 0.5, and the others 0.5 · (1 − (best − cos) / 0.1),
+/// while `rankingSignals.semantic` stays the raw cosine.
+#[test]
+fn with_e5_hybrid_reads_each_cosine_relative_to_the_querys_best() {
+    let e = e5_engine();
+    let r = e
+        .search_json(
+            &serde_json::json!({
+                "query": "как ускорить долгую компиляцию", "mode": "hybrid",
+                "rerank": false, "limit": 10, "filters": {"sourcePrefix": "en/"},
+            })
+            .to_string(),
+        )
+        .unwrap();
+    assert!(r.results.len() >= 2, "{}", r.results.len());
+    let best = r.results[0].ranking_signals.semantic;
+    for x in &r.results {
+        let cos = x.ranking_signals.semantic;
+        assert_eq!(x.ranking_signals.lexical, 0.0, "{}", x.document_path);
+        assert!(
+            cos <= best,
+            "{}: cosine {cos} above the first's {best}",
+            x.document_path
+        );
+        let expected = 0.5 * (1.0 - (best - cos) / 0.1).max(0.0);
+        assert!(
+            (x.score - expected).abs() < 1e-5,
+            "{}: score {} for cosine {cos} (best {best})",
+            x.document_path,
+            x.score
+        );
+    }
+    assert!((r.results[0].score - 0.5).abs() < 1e-6);
+}

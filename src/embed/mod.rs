@@ -149,6 +149,25 @@ pub fn match_rule(model_id: &str) -> MatchRule {
     }
 }
 
+/// How hybrid fusion reads a model's cosine: `None`, as it is; `Some(span)`, as
+/// `max(0, 1 − (best − cos) / span)` with `best` the query's best cosine in scope (see
+/// `search::fuse`). Multilingual E5 puts every passage of a collection within about 0.1 of one
+/// another, so its raw cosine barely moved a fused score next to the lexical side's 0..1; read
+/// relative to the query's best it weighs in, and a cross-language answer (low cosines, no
+/// lexical match) keeps its full semantic half. Chosen on dev and train data only, E5 hybrid
+/// without the second stage, nDCG@10 for span 0.05 / **0.1** / 0.15 / 0.2 / 0.3 and raw:
+/// SciFact train .7371 / **.7395** / .7385 / .7363 / .7302 / .7140; Russian FastAPI questions
+/// over the English pages (dev + train, 57) and English over Russian (70), and the Russian
+/// docs questions (dev + train, 114): ARCHITECTURE.md has the table. MiniLM spreads its
+/// cosines over 0–0.8 already (raw; its weights were chosen on SciFact train).
+pub fn fusion_span(model_id: &str) -> Option<f32> {
+    if model_id.starts_with("multilingual-e5") {
+        Some(0.1)
+    } else {
+        None
+    }
+}
+
 /// See [`match_rule`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct MatchRule {

@@ -9,9 +9,16 @@
 //! ```text
 //! lexical  = min(1, bm25 / Σ idf(query terms))     Σ idf: a chunk holding every term once
 //!          = 1 when the chunk's title/breadcrumb contains every query term
-//! semantic = max(0, cos)
+//! semantic = max(0, cos)                            MiniLM
+//!          = max(0, 1 − (best − cos) / span)         multilingual E5 (embed::fusion_span)
 //! score    = LEXICAL_WEIGHT · lexical + SEMANTIC_WEIGHT · semantic
 //! ```
+//!
+//! `best` is the query's best cosine in scope. E5 puts every passage of a collection within
+//! about 0.1 of one another (0.80–0.90), so its raw cosine barely moved a fused score while
+//! the lexical side moved it by up to 0.5; read relative to the query's best (as its match
+//! rule is), the semantic side weighs in again, and the query's nearest chunk keeps the full
+//! semantic half even where its cosine is low, as a question in another language's is.
 //!
 //! Dividing by the pool's maximum (the obvious choice) makes a chunk that shares one stray
 //! word with the query a perfect lexical match whenever nothing better matched lexically,
@@ -145,6 +152,14 @@ fn hybrid(
     let scores: Vec<(u32, f32, f32, f32)> = match fusion {
         Fusion::Weighted => {
             let ideal = r.corpus.ideal_score(terms);
+            let span = r
+                .corpus
+                .header()
+                .embedding
+                .as_ref()
+                .and_then(|m| crate::embed::fusion_span(&m.id));
+            // The pool holds the query's nearest chunk in scope.
+            let best = pool.values().map(|v| v.1).fold(f32::MIN, f32::max);
             // The breadcrumb rule reads the query's own words.
             let query_terms: BTreeSet<&str> = terms
                 .iter()
@@ -165,7 +180,11 @@ fn hybrid(
                         lexical = 1.0;
                     }
                     let semantic = cos.max(0.0);
-                    let score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * semantic;
+                    let fused = match span {
+                        Some(span) => (1.0 - (best - cos) / span).max(0.0),
+                        None => semantic,
+                    };
+                    let score = LEXICAL_WEIGHT * lexical + SEMANTIC_WEIGHT * fused;
                     (chunk, score, bm25, semantic)
                 })
                 .collect()
