@@ -23,7 +23,7 @@ type CompactTokenizer = TokenizerImpl<
 >;
 
 /// A model's tokenizer: a Unigram one (multilingual E5's XLM-R pieces) with the compact model,
-/// which keeps ~10 MB resident where `tokenizers`' own keeps ~300 MB; any other (MiniLM's
+/// which keeps 4 MiB resident where `tokenizers`' own keeps ≈ 270 MiB; any other (MiniLM's
 /// WordPiece) as `tokenizers` loads it.
 enum Tokenizing {
     Compact(Box<CompactTokenizer>),

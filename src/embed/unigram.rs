@@ -4,9 +4,9 @@
 //! for multilingual E5's XLM-R vocabulary (250,002 pieces in 100 languages) that is 782,761
 //! maps, ≈ 270 MiB resident (measured natively; the wasm engine holds the same structure), to
 //! look up pieces that take 2.6 MB as text. [`CompactUnigram`] keeps the pieces back to back in
-//! one buffer and a list of their ids in byte order (4 MiB resident); walking that sorted list one byte at a time (each step narrows
-//! a range by binary search) finds every piece that begins a text, shortest first, as the trie
-//! does. Everything else (normalizer, pre-tokenizer, added tokens, post-processor) is still
+//! one buffer and a list of their ids in byte order (4 MiB resident); walking that sorted list
+//! one byte at a time (each step narrows a range by binary search) finds every piece that
+//! begins a text, shortest first, as the trie does. Everything else (normalizer, pre-tokenizer, added tokens, post-processor) is still
 //! `tokenizers`', through its generic `TokenizerImpl`; only the model is replaced, and it
 //! picks the same pieces (Viterbi over the same scores, the same ties, unknown characters fused
 //! into one unknown token): `tests/model_quality.rs` checks the ids and offsets against the
@@ -196,7 +196,10 @@ impl CompactUnigram {
         let mut end = size;
         while end > 0 {
             let node = best[end];
-            let start = node.start.expect("every char boundary is reached");
+            // Every char boundary is reached (by a piece or an unknown character).
+            let Some(start) = node.start else {
+                return Err("Unigram: no path through the text".into());
+            };
             match out.last_mut() {
                 Some(last) if unknown(node.id) && unknown(last.2) => *last = (start, last.1, None),
                 _ => out.push((start, end, if unknown(node.id) { None } else { node.id })),

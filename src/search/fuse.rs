@@ -25,7 +25,8 @@
 //! and lets it outrank a strong semantic hit. Here a chunk matching one of four query terms
 //! scores about a quarter, whatever else was retrieved. The breadcrumb rule guarantees that
 //! a section titled with every query word scores at least 0.5 and so never loses to a
-//! semantic near-miss that shares no word with the query (at most 0.5·cos < 0.5).
+//! semantic near-miss that shares no word with the query (at most 0.5·cos < 0.5; with E5 the
+//! query's nearest chunk scores 0.5 exactly, so at worst it ties, and ties break by path).
 //!
 //! **Reciprocal rank** (`Fusion::Rrf`, kept for comparison on the quality benchmark):
 //! `Σ 1 / (60 + rank)` over the chunk's rank by BM25 and by cosine within the pool.
