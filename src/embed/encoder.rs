@@ -2,25 +2,12 @@
 
 use std::sync::Arc;
 
-use tokenizers::decoders::DecoderWrapper;
-use tokenizers::normalizers::NormalizerWrapper;
-use tokenizers::pre_tokenizers::PreTokenizerWrapper;
-use tokenizers::processors::PostProcessorWrapper;
-use tokenizers::{Encoding, Tokenizer, TokenizerImpl};
+use tokenizers::{Encoding, Tokenizer};
 use tract_onnx::prelude::*;
 
-use super::unigram::CompactUnigram;
+use super::unigram::CompactTokenizer;
 use super::{normalize, sha256_hex, ModelFiles, ModelInfo};
 use crate::error::{Error, Result};
-
-/// `tokenizers`' pipeline with the compact Unigram model ([`CompactUnigram`]).
-type CompactTokenizer = TokenizerImpl<
-    CompactUnigram,
-    NormalizerWrapper,
-    PreTokenizerWrapper,
-    PostProcessorWrapper,
-    DecoderWrapper,
->;
 
 /// A model's tokenizer: a Unigram one (multilingual E5's XLM-R pieces) with the compact model,
 /// which keeps 4 MiB resident where `tokenizers`' own keeps ≈ 270 MiB; any other (MiniLM's
@@ -35,12 +22,12 @@ impl Tokenizing {
     /// per call, cut at the model's window by [`Embedder::encode`]).
     fn load(json: &[u8]) -> Result<Tokenizing> {
         let err = |e: tokenizers::Error| Error::Model(format!("tokenizer.json does not load: {e}"));
-        if is_unigram(json) {
-            if let Ok(mut t) = serde_json::from_slice::<CompactTokenizer>(json) {
-                t.with_padding(None);
-                t.with_truncation(None).map_err(err)?;
-                return Ok(Tokenizing::Compact(Box::new(t)));
-            }
+        // The compact model reads only a Unigram model without byte fallback; anything else
+        // fails there (at the `model` object, after the rest) and loads as `tokenizers` does.
+        if let Ok(mut t) = serde_json::from_slice::<CompactTokenizer>(json) {
+            t.with_padding(None);
+            t.with_truncation(None).map_err(err)?;
+            return Ok(Tokenizing::Compact(Box::new(t)));
         }
         let mut t = Tokenizer::from_bytes(json).map_err(err)?;
         t.with_padding(None);
@@ -55,23 +42,6 @@ impl Tokenizing {
         }
         .map_err(|e| Error::Model(format!("tokenizer: {e}")))
     }
-}
-
-/// Whether a tokenizer.json's model is a Unigram one (read without parsing the vocabulary).
-fn is_unigram(json: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        model: ModelHead,
-    }
-    #[derive(serde::Deserialize)]
-    struct ModelHead {
-        #[serde(rename = "type")]
-        kind: Option<String>,
-        #[serde(default)]
-        byte_fallback: bool,
-    }
-    serde_json::from_slice::<Head>(json)
-        .is_ok_and(|h| h.model.kind.as_deref() == Some("Unigram") && !h.model.byte_fallback)
 }
 
 /// A loaded, optimized embedding model. Cheap to share across threads (`run` takes `&self`).

@@ -16,8 +16,22 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer};
+use tokenizers::decoders::DecoderWrapper;
 use tokenizers::models::unigram::UnigramTrainer;
-use tokenizers::{Model, Token};
+use tokenizers::normalizers::NormalizerWrapper;
+use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+use tokenizers::processors::PostProcessorWrapper;
+use tokenizers::{Model, Token, TokenizerImpl};
+
+/// `tokenizers`' whole pipeline with [`CompactUnigram`] as its model: what a Unigram
+/// `tokenizer.json` deserializes into.
+pub type CompactTokenizer = TokenizerImpl<
+    CompactUnigram,
+    NormalizerWrapper,
+    PreTokenizerWrapper,
+    PostProcessorWrapper,
+    DecoderWrapper,
+>;
 
 /// SentencePiece's penalty of an unknown character below the lowest piece score.
 const UNK_PENALTY: f64 = 10.0;
@@ -37,32 +51,20 @@ pub struct CompactUnigram {
     unk_id: Option<u32>,
 }
 
-/// A Unigram model that `CompactUnigram` cannot stand in for (byte fallback).
-#[derive(Debug)]
-pub struct Unsupported(String);
-
-impl std::fmt::Display for Unsupported {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Unsupported {}
-
 impl CompactUnigram {
     pub fn new(
         vocab: Vec<(String, f64)>,
         unk_id: Option<usize>,
-    ) -> std::result::Result<Self, Unsupported> {
+    ) -> std::result::Result<Self, String> {
         if vocab.len() >= u32::MAX as usize {
-            return Err(Unsupported("vocabulary too large".into()));
+            return Err("vocabulary too large".into());
         }
         if unk_id.is_some_and(|u| u >= vocab.len()) {
-            return Err(Unsupported("unk_id outside the vocabulary".into()));
+            return Err("unk_id outside the vocabulary".into());
         }
         let total: usize = vocab.iter().map(|(p, _)| p.len()).sum();
         if total >= u32::MAX as usize {
-            return Err(Unsupported("vocabulary too large".into()));
+            return Err("vocabulary too large".into());
         }
         let mut bytes = Vec::with_capacity(total);
         let mut ends = Vec::with_capacity(vocab.len());

@@ -190,21 +190,21 @@ def split_of(key):
     return "dev" if hashlib.sha256(key.encode()).digest()[0] % 2 == 0 else "test"
 
 
-def page_titles(bundle):
-    """{title: the paths of the pages titled so}, from `index-builder dump`."""
-    r = subprocess.run([os.path.join(BIN, "index-builder"), "dump", bundle], capture_output=True, text=True, check=True)
-    titles = {}
-    for line in r.stdout.splitlines():
-        c = json.loads(line)
-        if c["chunkIndex"] == 0 and c["title"].strip():
-            titles.setdefault(c["title"].strip(), set()).add(c["documentPath"])
-    return titles
-
-
 @functools.cache
-def document_paths(bundle):
+def dumped(bundle):
+    """(documentPath, chunkIndex, title) of every chunk, from `index-builder dump` (the text,
+    which most of its bytes are, is not kept)."""
     r = subprocess.run([os.path.join(BIN, "index-builder"), "dump", bundle], capture_output=True, text=True, check=True)
-    return {json.loads(line)["documentPath"] for line in r.stdout.splitlines()}
+    return [(c["documentPath"], c["chunkIndex"], c["title"]) for c in map(json.loads, r.stdout.splitlines())]
+
+
+def page_titles(bundle):
+    """{title: the paths of the pages titled so}."""
+    titles = {}
+    for path, index, title in dumped(bundle):
+        if index == 0 and title.strip():
+            titles.setdefault(title.strip(), set()).add(path)
+    return titles
 
 
 def title_queries(corpus, bundle):
@@ -286,7 +286,7 @@ def dataset(name, split, extra_build, rebuild):
         q_lang, _, p_lang = rest.partition("-")
         target = f"{p_lang}-small-fastapi-docs"
         bundle = docs_bundle(target, extra_build or ["--model", "e5-multilingual"], rebuild)
-        pages = document_paths(bundle)
+        pages = {path for path, _, _ in dumped(bundle)}
         qs = []
         for q in read_jsonl(QUESTIONS):
             if q["corpus"] != f"{q_lang}-small-fastapi-docs" or q["split"] != split:
