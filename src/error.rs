@@ -27,6 +27,10 @@ pub enum Error {
     #[error("bundle analyzer version {found} is newer than this engine supports (up to {supported}); upgrade docloupe")]
     NewerAnalyzer { found: u32, supported: u32 },
 
+    /// The bundle's file could not be opened or read (native hosts, [`crate::bundle::BundleFile`]).
+    #[error("cannot read bundle {path}: {message}")]
+    Unreadable { path: String, message: String },
+
     /// A header or section does not match its recorded sha256.
     #[error("checksum mismatch in bundle {part}: the file is corrupt")]
     ChecksumMismatch { part: String },
@@ -127,6 +131,7 @@ impl Error {
             }
             Error::QueryEmpty => ErrorCode::SearchQueryEmpty,
             Error::BundleTruncated(_)
+            | Error::Unreadable { .. }
             | Error::BadMagic
             | Error::NewerFormat { .. }
             | Error::NewerAnalyzer { .. }
@@ -155,6 +160,7 @@ impl Error {
             }
             Error::QueryEmpty => json!({"field": "query"}),
             Error::BundleTruncated(_) => json!({"reason": "BundleTruncated"}),
+            Error::Unreadable { path, .. } => json!({"reason": "BundleUnreadable", "path": path}),
             Error::BadMagic => json!({"reason": "NotABundle"}),
             Error::NewerFormat { found, supported } => newer("NewerFormat", *found, *supported),
             Error::NewerAnalyzer { found, supported } => newer("NewerAnalyzer", *found, *supported),

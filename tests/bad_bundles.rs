@@ -2,11 +2,79 @@
 
 mod common;
 
-use docloupe::bundle::{self, HEADER_START};
+use docloupe::bundle::{self, BundleFile, HEADER_START};
 use docloupe::{Engine, Error};
 
+/// Loads `bytes` both ways a host can: decoded in memory, and read from a file section by
+/// section (`BundleFile`, the CLI and the MCP server). Both must give the same bundle or the
+/// same error.
 fn load(bytes: &[u8]) -> Result<Engine, Error> {
-    Engine::from_bundle(bytes, None)
+    let in_memory = Engine::from_bundle(bytes, None);
+    let from_file = read_file(bytes, true);
+    match (&in_memory, &from_file) {
+        (Ok(engine), Ok(read)) => assert!(
+            bundle::encode(engine.bundle().unwrap()).unwrap() == bundle::encode(read).unwrap(),
+            "the file reader decoded another bundle"
+        ),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        (a, b) => panic!(
+            "in memory {:?}, from a file {:?}",
+            a.as_ref().err(),
+            b.as_ref().err()
+        ),
+    }
+    in_memory
+}
+
+/// `bytes` written to a file and read by `BundleFile`.
+fn read_file(bytes: &[u8], with_vectors: bool) -> Result<bundle::Bundle, Error> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.bundle");
+    std::fs::write(&path, bytes).unwrap();
+    BundleFile::open(&path)?.decode(with_vectors)
+}
+
+#[test]
+fn a_fulltext_read_of_a_file_neither_reads_nor_needs_the_vectors() {
+    let b = good();
+    let (header, body) = bundle::decode_header(&b).unwrap();
+    let vectors = header
+        .sections
+        .iter()
+        .find(|s| s.kind == bundle::SectionKind::Vectors)
+        .expect("the fixture bundle has vectors");
+    let mut damaged = b.clone();
+    damaged[body + vectors.offset as usize + 7] ^= 0x01;
+    // Without its vectors the file reads as decode_lexical reads the undamaged bundle...
+    let read = read_file(&damaged, false).unwrap();
+    assert!(read.vectors.is_none() && read.header.flags.hybrid);
+    assert!(
+        bundle::encode(&read).unwrap()
+            == bundle::encode(&bundle::decode_lexical(&b).unwrap()).unwrap()
+    );
+    // ... and such an engine refuses a model rather than answer hybrid without vectors.
+    let mut engine = Engine::from_decoded(read, None).unwrap();
+    assert!(matches!(
+        engine.install_embedder(common::embedder()),
+        Err(Error::Model(m)) if m.contains("without its vectors")
+    ));
+    // With them, the damage is found.
+    assert!(matches!(
+        read_file(&damaged, true),
+        Err(Error::ChecksumMismatch { part }) if part == "section vectors"
+    ));
+}
+
+#[test]
+fn a_missing_file_is_unreadable_not_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = BundleFile::open(&dir.path().join("none.bundle")).unwrap_err();
+    assert!(matches!(err, Error::Unreadable { .. }), "{err:?}");
+    assert_eq!(err.code(), docloupe::ErrorCode::DocsCollectionUnavailable);
+    assert_eq!(err.details().unwrap()["reason"], "BundleUnreadable");
+    // A directory opens but does not read.
+    let err = BundleFile::open(dir.path()).unwrap_err();
+    assert!(matches!(err, Error::Unreadable { .. }), "{err:?}");
 }
 
 fn good() -> Vec<u8> {

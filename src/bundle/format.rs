@@ -1,6 +1,8 @@
 //! Bytes ⇄ [`Bundle`]. Decoding never panics: every length, checksum and cross-reference is
 //! checked, and each failure has its own [`Error`] variant.
 
+use std::borrow::Cow;
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -123,12 +125,18 @@ pub fn section_bytes<'a>(
         }
     };
     let section = &bytes[start..end];
+    verify_section(section, entry)?;
+    Ok(section)
+}
+
+/// Checks one section's bytes against the sha256 its entry records.
+pub(super) fn verify_section(section: &[u8], entry: &SectionEntry) -> Result<()> {
     if Sha256::digest(section).as_slice() != entry.sha256 {
         return Err(Error::ChecksumMismatch {
-            part: format!("section {name}"),
+            part: format!("section {}", entry.kind.name()),
         });
     }
-    Ok(section)
+    Ok(())
 }
 
 /// Checks what every docloupe file starts with: `magic` (`BadMagic`), at least `prefix` bytes
@@ -199,58 +207,77 @@ pub fn decode_lexical(bytes: &[u8]) -> Result<Bundle> {
 
 fn decode_with(bytes: &[u8], with_vectors: bool) -> Result<Bundle> {
     let (header, body_start) = decode_header(bytes)?;
-    let find = |kind: SectionKind| header.sections.iter().find(|s| s.kind == kind);
-    let required = |kind: SectionKind| {
-        find(kind).ok_or_else(|| Error::Corrupt(format!("section {} is missing", kind.name())))
+    check_sections_fit(&header, body_start, bytes.len() as u64)?;
+    let entries = header.sections.clone();
+    let section = |kind: SectionKind| {
+        entries
+            .iter()
+            .find(|s| s.kind == kind)
+            .map(|entry| section_bytes(bytes, body_start, entry).map(Cow::Borrowed))
+            .transpose()
     };
+    // The vectors are verified even when not decoded: a whole bundle in memory is checked whole.
+    decode_sections(header, version_of(bytes), section, with_vectors, true)
+}
 
-    // Check every section's bounds first, so a truncated file reports truncation rather than
-    // whichever section happened to be decoded first.
+/// Checks every section's bounds first, so a truncated file reports truncation rather than
+/// whichever section happened to be decoded first.
+pub(super) fn check_sections_fit(header: &Header, body_start: usize, len: u64) -> Result<()> {
     if let Some(end) = header
         .sections
         .iter()
         .map(|s| s.offset.saturating_add(s.len))
         .max()
     {
-        if end.saturating_add(body_start as u64) > bytes.len() as u64 {
+        if end.saturating_add(body_start as u64) > len {
             return Err(Error::BundleTruncated(format!(
-                "sections end at byte {} but the bundle has {} bytes",
+                "sections end at byte {} but the bundle has {len} bytes",
                 end.saturating_add(body_start as u64),
-                bytes.len()
             )));
         }
     }
+    Ok(())
+}
 
-    let docs: DocsSection = match version_of(bytes) {
-        #[cfg(feature = "vectors")]
-        1 => decode_section::<super::legacy::DocsSectionV1>(
-            bytes,
-            body_start,
-            required(SectionKind::Docs)?,
-        )?
-        .into(),
-        #[cfg(feature = "vectors")]
-        2 => decode_section::<super::legacy::DocsSectionV2>(
-            bytes,
-            body_start,
-            required(SectionKind::Docs)?,
-        )?
-        .into(),
-        _ => decode_section(bytes, body_start, required(SectionKind::Docs)?)?,
+/// Decodes a bundle section by section and validates it. `section(kind)` gives the
+/// checksum-verified bytes of one section (`None`: the bundle has none), each asked for once and
+/// dropped once decoded, so a reader that owns them holds one raw section at a time. `version`
+/// is the file's format version (the layout of its docs section). Without `with_vectors` the
+/// vectors are not decoded, and asked for only when `verify_unread`.
+pub(super) fn decode_sections<'a>(
+    header: Header,
+    version: u32,
+    mut section: impl FnMut(SectionKind) -> Result<Option<Cow<'a, [u8]>>>,
+    with_vectors: bool,
+    verify_unread: bool,
+) -> Result<Bundle> {
+    let mut required = |kind: SectionKind| {
+        section(kind)?.ok_or_else(|| Error::Corrupt(format!("section {} is missing", kind.name())))
     };
-    let lexical: LexicalIndex = decode_section(bytes, body_start, required(SectionKind::Lexical)?)?;
-    let text: TextSection = decode_section(bytes, body_start, required(SectionKind::Text)?)?;
-    let vectors: Option<VectorIndex> = match find(SectionKind::Vectors) {
-        Some(entry) if !with_vectors => {
-            section_bytes(bytes, body_start, entry)?;
+    let raw = required(SectionKind::Docs)?;
+    let docs: DocsSection = match version {
+        #[cfg(feature = "vectors")]
+        1 => decode_exact::<super::legacy::DocsSectionV1>(&raw, "docs")?.into(),
+        #[cfg(feature = "vectors")]
+        2 => decode_exact::<super::legacy::DocsSectionV2>(&raw, "docs")?.into(),
+        _ => decode_exact(&raw, "docs")?,
+    };
+    drop(raw);
+    let lexical: LexicalIndex = decode_exact(&required(SectionKind::Lexical)?, "lexical")?;
+    let text: TextSection = decode_exact(&required(SectionKind::Text)?, "text")?;
+    let vectors: Option<VectorIndex> = match (with_vectors, verify_unread) {
+        (true, _) => match section(SectionKind::Vectors)? {
+            Some(raw) => {
+                crate::index::vector::validate_graph_bytes(&raw)?;
+                Some(decode_exact(&raw, "vectors")?)
+            }
+            None => None,
+        },
+        (false, true) => {
+            section(SectionKind::Vectors)?;
             None
         }
-        Some(entry) => {
-            let raw = section_bytes(bytes, body_start, entry)?;
-            crate::index::vector::validate_graph_bytes(raw)?;
-            Some(decode_exact(raw, "vectors")?)
-        }
-        None => None,
+        (false, false) => None,
     };
     let bundle = Bundle {
         header,

@@ -17,6 +17,8 @@
 //! Nothing in a bundle depends on time, hash-map order or thread scheduling: the same
 //! input gives the same bytes.
 
+#[cfg(not(target_arch = "wasm32"))]
+mod file;
 mod format;
 #[cfg(feature = "vectors")]
 mod legacy;
@@ -24,6 +26,8 @@ mod model;
 mod path;
 pub mod split;
 
+#[cfg(not(target_arch = "wasm32"))]
+pub use file::BundleFile;
 pub use format::{
     decode, decode_header, decode_lexical, decode_section, encode, section_bytes, HEADER_START,
     MAGIC,

@@ -237,7 +237,14 @@ impl Engine {
     /// than decoding most bundles, so callers with several bundles share it).
     #[cfg(feature = "models")]
     pub fn with_embedder(bytes: &[u8], embedder: Option<Embedder>) -> Result<Engine> {
-        let mut engine = Engine::assemble(Data::Whole(bundle::decode(bytes)?));
+        Engine::from_decoded(bundle::decode(bytes)?, embedder)
+    }
+
+    /// An engine over an already decoded bundle ([`bundle::BundleFile`] reads one from a file
+    /// section by section, without its vectors when only `fulltext` will be asked).
+    #[cfg(feature = "models")]
+    pub fn from_decoded(bundle: Bundle, embedder: Option<Embedder>) -> Result<Engine> {
+        let mut engine = Engine::assemble(Data::Whole(bundle));
         if let Some(e) = embedder {
             engine.install_embedder(e)?;
         }
@@ -248,10 +255,21 @@ impl Engine {
     /// background while the engine already answers `fulltext`). It must be the bundle's model.
     #[cfg(feature = "models")]
     pub fn install_embedder(&mut self, embedder: Embedder) -> Result<()> {
-        if let Data::Split(_) = self.data {
-            return Err(Error::Model(
-                "a split bundle answers fulltext; semantic search loads the whole bundle".into(),
-            ));
+        match &self.data {
+            Data::Split(_) => {
+                return Err(Error::Model(
+                    "a split bundle answers fulltext; semantic search loads the whole bundle"
+                        .into(),
+                ))
+            }
+            Data::Whole(b) if b.vectors.is_none() && b.header.flags.hybrid => {
+                return Err(Error::Model(
+                    "the bundle was decoded without its vectors (fulltext only); decode it \
+                     with them for semantic search"
+                        .into(),
+                ))
+            }
+            Data::Whole(_) => {}
         }
         self.check_embedding_model(embedder.info())?;
         self.embedder = Some(embedder);

@@ -11,11 +11,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use docloupe::bundle::BundleFile;
 use docloupe::embed::model_dir_for;
 use docloupe::search::default_reranker_dir;
 use docloupe::search::documents::{self, DateRange, DocumentsError, DocumentsRequest};
 use docloupe::{
-    CrossEncoder, Engine, EngineOptions, FallbackPolicy, Fusion, Mode, ModelFiles, RerankerFiles,
+    CrossEncoder, Embedder, Engine, EngineOptions, FallbackPolicy, Fusion, Mode, ModelFiles,
+    RerankerFiles,
 };
 
 #[derive(Parser)]
@@ -256,11 +258,10 @@ pub(crate) fn load_reranker(flags: &ModelArgs) -> Result<Option<CrossEncoder>> {
 
 fn search(args: SearchArgs) -> Result<()> {
     docloupe::embed::use_kernels(args.kernels)?;
-    let bytes = std::fs::read(&args.bundle)
-        .with_context(|| format!("cannot read bundle {}", args.bundle.display()))?;
-    let header = docloupe::bundle::decode_header(&bytes)
-        .with_context(|| format!("cannot load {}", args.bundle.display()))?
-        .0;
+    // The header first: the mode (and so whether the vectors are read at all) depends on it.
+    let file = BundleFile::open(&args.bundle)
+        .with_context(|| format!("cannot load {}", args.bundle.display()))?;
+    let header = file.header().clone();
     let mode = match args.mode {
         Some(ModeArg::Hybrid) => Mode::Hybrid,
         Some(ModeArg::Fulltext) => Mode::Fulltext,
@@ -295,7 +296,12 @@ fn search(args: SearchArgs) -> Result<()> {
             }
         }
     };
-    let mut engine = Engine::from_bundle(&bytes, models.as_ref())
+    // A single fulltext query neither reads nor decodes the vectors.
+    let bundle = file
+        .decode(args.jsonl || mode != Mode::Fulltext)
+        .with_context(|| format!("cannot load {}", args.bundle.display()))?;
+    let embedder = models.as_ref().map(Embedder::new).transpose()?;
+    let mut engine = Engine::from_decoded(bundle, embedder)
         .with_context(|| format!("cannot load {}", args.bundle.display()))?
         .with_options(EngineOptions {
             max_limit: args.max_limit,

@@ -20,9 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use docloupe::bundle::BundleFile;
 use docloupe::search::documents::{self, DocumentsError, DocumentsErrorCode, DocumentsRequest};
 use docloupe::search::request;
-use docloupe::{Engine, ErrorCode, ErrorResponse, ModelFiles, SearchResponse};
+use docloupe::{Embedder, Engine, ErrorCode, ErrorResponse, ModelFiles, SearchResponse};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -100,16 +101,8 @@ impl Bucket {
 
 fn load(path: &Path, flags: &ModelArgs) -> Collection {
     let loaded = (|| -> std::result::Result<Engine, ErrorResponse> {
-        let bytes = std::fs::read(path).map_err(|e| ErrorResponse {
-            error_code: ErrorCode::DocsCollectionUnavailable,
-            message: format!("cannot read {}: {e}", path.display()),
-            details: Some(
-                json!({"reason": "BundleUnreadable", "path": path.display().to_string()}),
-            ),
-        })?;
-        let header = docloupe::bundle::decode_header(&bytes)
-            .map_err(|e| ErrorResponse::from(&e))?
-            .0;
+        let file = BundleFile::open(path).map_err(|e| ErrorResponse::from(&e))?;
+        let header = file.header().clone();
         let model_files = if header.flags.hybrid {
             let dir = flags
                 .models
@@ -119,7 +112,13 @@ fn load(path: &Path, flags: &ModelArgs) -> Collection {
         } else {
             None
         };
-        let mut engine = Engine::from_bundle(&bytes, model_files.as_ref())
+        let bundle = file.decode(true).map_err(|e| ErrorResponse::from(&e))?;
+        let embedder = model_files
+            .as_ref()
+            .map(Embedder::new)
+            .transpose()
+            .map_err(|e| ErrorResponse::from(&e))?;
+        let mut engine = Engine::from_decoded(bundle, embedder)
             .map_err(|e| ErrorResponse::from(&e))?
             .with_options(flags.engine_options());
         if header.flags.hybrid {
