@@ -31,6 +31,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 import quality  # noqa: E402  (the benchmark's datasets and bundles)
 
 CANDIDATES = 30
+# Chunks a page may have in the pool: the contract's default 3 (what users get). `--max-chunks 1`
+# gives the pool `make bench-quality` measures (30 distinct pages, each by its best chunk):
+# with it, `--grid`'s dev top-3 is the engine's, query for query.
+MAX_CHUNKS = 3
 
 
 def feature_names():
@@ -41,12 +45,13 @@ def feature_names():
     return re.findall(r'"([^"]+)"', block)
 
 
-def collect(name, split, search_args):
+def collect(name, split, search_args, max_chunks=MAX_CHUNKS):
     """Feature rows of one dataset: [(query id, [(label, doc, row)])]."""
     bundle, queries, _ = quality.dataset(name, split, [], False)
     beir = not name.startswith(("docs:", "titles:"))
     requests = [{"query": q["text"], "mode": "hybrid", "rerank": True, "limit": CANDIDATES,
-                 "candidateLimit": CANDIDATES, "includeContext": False} for q in queries]
+                 "candidateLimit": CANDIDATES, "maxChunksPerDocument": max_chunks, "includeContext": False}
+                for q in queries]
     out = quality.search_jsonl(bundle, requests, ["--explain-features", "--max-limit", str(CANDIDATES),
                                                   *search_args])
     groups = []
@@ -190,16 +195,17 @@ def main():
     ap.add_argument("--grid", action="store_true", help="try a few settings, print dev top-3 for each")
     ap.add_argument("--search-args", default="")
     ap.add_argument("--id", default="docloupe-ranker-1")
+    ap.add_argument("--max-chunks", type=int, default=MAX_CHUNKS, help="maxChunksPerDocument of the pools")
     ap.add_argument("--corpora", default=",".join(quality.DOCS_CORPORA), help="docs sets to use")
     args = ap.parse_args()
     search_args = args.search_args.split()
     corpora = args.corpora.split(",")
-    fit = [g for c in corpora for g in collect(f"docs:{c}", "train", search_args)]
+    fit = [g for c in corpora for g in collect(f"docs:{c}", "train", search_args, args.max_chunks)]
     weights = [1.0] * len(fit)
-    dev = {c: collect(f"docs:{c}", "dev", search_args) for c in corpora}
+    dev = {c: collect(f"docs:{c}", "dev", search_args, args.max_chunks) for c in corpora}
     if args.scifact:
         # SciFact's train queries: even ones fitted (at --scifact-weight), odd ones judge.
-        sci = collect("scifact", "train", search_args)
+        sci = collect("scifact", "train", search_args, args.max_chunks)
         fit += sci[0::2]
         weights += [args.scifact_weight] * len(sci[0::2])
         sci_dev = sci[1::2]
