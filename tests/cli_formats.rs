@@ -368,3 +368,30 @@ fn every_readme_shell_example_runs() {
         );
     }
 }
+
+/// A bundle that cannot be read, or is not a bundle, is one clear line that names the file
+/// once (it used to read "cannot load X: cannot read bundle X: ...").
+#[test]
+fn a_bad_bundle_path_is_named_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing.bundle");
+    let garbage = tmp.path().join("garbage.bundle");
+    std::fs::write(&garbage, b"not a bundle at all").unwrap();
+    for (path, says) in [
+        (&missing, "cannot read bundle"),
+        (&garbage, "not a docloupe bundle"),
+    ] {
+        let out = common::docloupe_search(path)
+            .args(["--mode", "fulltext", "anything"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", path.display());
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains(says), "{stderr}");
+        assert_eq!(
+            stderr.matches(path.to_str().unwrap()).count(),
+            1,
+            "{stderr}"
+        );
+    }
+}

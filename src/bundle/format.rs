@@ -89,15 +89,6 @@ pub fn decode_header(bytes: &[u8]) -> Result<(Header, usize)> {
     Ok((header, body_start))
 }
 
-/// Verifies and decodes one section of a bundle whose header was read with [`decode_header`].
-pub fn decode_section<T: DeserializeOwned>(
-    bytes: &[u8],
-    body_start: usize,
-    entry: &SectionEntry,
-) -> Result<T> {
-    decode_exact(section_bytes(bytes, body_start, entry)?, entry.kind.name())
-}
-
 /// The bytes of one section, bounds- and checksum-verified.
 pub fn section_bytes<'a>(
     bytes: &'a [u8],

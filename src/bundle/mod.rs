@@ -29,8 +29,7 @@ pub mod split;
 #[cfg(not(target_arch = "wasm32"))]
 pub use file::BundleFile;
 pub use format::{
-    decode, decode_header, decode_lexical, decode_section, encode, section_bytes, HEADER_START,
-    MAGIC,
+    decode, decode_header, decode_lexical, encode, section_bytes, HEADER_START, MAGIC,
 };
 pub use model::*;
 pub use path::{document_path_problem, url_scheme};

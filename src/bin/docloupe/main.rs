@@ -259,8 +259,11 @@ pub(crate) fn load_reranker(flags: &ModelArgs) -> Result<Option<CrossEncoder>> {
 fn search(args: SearchArgs) -> Result<()> {
     docloupe::embed::use_kernels(args.kernels)?;
     // The header first: the mode (and so whether the vectors are read at all) depends on it.
-    let file = BundleFile::open(&args.bundle)
-        .with_context(|| format!("cannot load {}", args.bundle.display()))?;
+    // An unreadable file's error already names it.
+    let file = BundleFile::open(&args.bundle).map_err(|e| match e {
+        docloupe::Error::Unreadable { .. } => anyhow::Error::new(e),
+        e => anyhow::Error::new(e).context(format!("cannot load {}", args.bundle.display())),
+    })?;
     let header = file.header().clone();
     let mode = match args.mode {
         Some(ModeArg::Hybrid) => Mode::Hybrid,
