@@ -48,9 +48,9 @@ pub struct ShardSizes {
     pub fragment: usize,
     /// Terms per vocabulary shard, on average (at most [`MAX_VOCAB_SHARDS`] shards). Each term
     /// is filed under up to 4 keys and a misspelt word reads up to 4 shards (8 when its stem
-    /// and its typed form begin differently): with cpp-docs' 48,278 terms, 24 a shard (2,012
-    /// shards, ~1 KB brotli each) costs a two-typo first query 7 KB (`bench-web`); 48 a shard
-    /// would cost about 12 KB (simulated on the same terms), at the edge of its 200 KB budget.
+    /// and its typed form begin differently): with cpp-docs' 48,278 terms, 48 a shard (1,006
+    /// shards) costs the ten misspelt queries of `tests/bench/web/misspelt.txt` a median 1.3 KB
+    /// more, cold, than 24 a shard did, and halves the vocabulary's file count.
     pub vocabulary: usize,
 }
 
@@ -58,16 +58,27 @@ pub struct ShardSizes {
 pub const MAX_VOCAB_SHARDS: u32 = 2048;
 
 impl Default for ShardSizes {
-    /// Measured on the 10k-document cpp-docs bundle with the bench's 40 queries
-    /// (`examples/split_cost`, brotli 11), cold data per query, median / first query:
-    /// 24 KB + 8 KB shards 88 / 87 KB (core 13.7 KB); 8 + 8: 62 / 64; **8 + 4: 50 / 62 (core
-    /// 16.6 KB, ~5,000 files)**; 4 + 2: 42 / 52 (core 19.9 KB, ~7,200 files, more requests
-    /// per query for little).
+    /// Measured on the 10k-document cpp-docs bundle (`examples/split_cost`, brotli 11, each
+    /// query on a fresh engine: a cold visitor's data, core included), over `make bench-web`'s
+    /// 40 queries (`queries.txt`) and ten misspelt ones (`misspelt.txt`, both in `tests/bench/web`):
+    ///
+    /// | lexical + fragment KB, terms per vocabulary shard | files | median cold, plain / misspelt |
+    /// |---|---|---|
+    /// | 8 + 4, 24 (split layout 6) | 7,028 | 73.1 / 85.9 KB |
+    /// | 8 + 4, 48 | 6,022 | 73.2 / 87.1 KB |
+    /// | 8 + 6, 64 | 4,847 | 77.9 / 93.8 KB |
+    /// | **8 + 8, 48** | **4,541** | **78.9 / 88.0 KB** |
+    /// | 8 + 12, 24 | 4,858 | 83.9 / — |
+    /// | 16 + 4, 24 | 6,759 | 87.8 / — |
+    ///
+    /// Cloudflare serves at most 20,000 asset files (Free) and the collection should fit in
+    /// 5,000; a fragment holds whole documents, so most cpp-docs pages (10.9 KB on average)
+    /// are a fragment alone at 4 KB, and 8 KB halves the count for 6 KB more per query.
     fn default() -> Self {
         ShardSizes {
             lexical: 8 * 1024,
-            fragment: 4 * 1024,
-            vocabulary: 24,
+            fragment: 8 * 1024,
+            vocabulary: 48,
         }
     }
 }
