@@ -12,7 +12,8 @@
 //! version 3 from `tests/fixtures/docs` with `--no-embeddings --project docloupe/fixtures`.
 //! `v4-coded.bundle` was written by format version 4 from `tests/fixtures/docs` with
 //! `--model` (all-MiniLM-L6-v2 int8), `--compact-threshold 1` (compact first-pass codes) and
-//! `--project docloupe/fixtures`.
+//! `--project docloupe/fixtures`. `v5-coded.bundle` was written by format version 5 (chunk
+//! metadata packed) with the same arguments.
 //! Never regenerate them — add new files for a new format version instead.
 
 mod common;
@@ -29,6 +30,8 @@ const V2_MIXED: &[u8] = include_bytes!("fixtures/bundles/v2-mixed.bundle");
 const V3: &[u8] = include_bytes!("fixtures/bundles/v3-fulltext.bundle");
 /// Format 4: vectors with compact first-pass codes.
 const V4: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");
+/// Format 5: chunk metadata packed (binary ids, breadcrumbs and anchors once per change).
+const V5: &[u8] = include_bytes!("fixtures/bundles/v5-coded.bundle");
 
 #[test]
 fn a_frozen_v1_bundle_still_loads_and_answers() {
@@ -159,9 +162,29 @@ fn a_bundle_is_queried_with_the_analyzer_rules_it_was_built_with() {
 
 #[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 4 the encoder must still write exactly these bytes; when the
+    // While FORMAT_VERSION is 5 the encoder must still write exactly these bytes; when the
     // format changes, this test moves to the new version's frozen file.
-    if FORMAT_VERSION == 4 {
-        assert_eq!(bundle::encode(&bundle::decode(V4).unwrap()).unwrap(), V4);
+    if FORMAT_VERSION == 5 {
+        assert_eq!(bundle::encode(&bundle::decode(V5).unwrap()).unwrap(), V5);
     }
+}
+
+/// Every older bundle's chunk metadata survives being written packed and read back: ids,
+/// breadcrumbs (the PDF's included), anchors, lines and pages.
+#[test]
+fn older_chunk_metadata_reads_back_the_same_from_the_packed_form() {
+    for old in [V1, V1_HYBRID, V2_MIXED, V3, V4] {
+        let decoded = bundle::decode(old).unwrap();
+        let reread = bundle::decode(&bundle::encode(&decoded).unwrap()).unwrap();
+        assert_eq!(reread.docs, decoded.docs);
+    }
+    // Packing is what shrinks the section, not a change in what the chunks say.
+    let v5 = bundle::decode(V5).unwrap();
+    let v4 = bundle::decode(V4).unwrap();
+    let without_ids = |d: &bundle::DocsSection| {
+        let mut d = d.clone();
+        d.chunks.iter_mut().for_each(|c| c.id.clear());
+        d
+    };
+    assert_eq!(without_ids(&v5.docs), without_ids(&v4.docs));
 }

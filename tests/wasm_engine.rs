@@ -11,9 +11,10 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 /// Frozen bundle of `tests/fixtures/docs` in the current format, with vectors (see
 /// tests/format_compat.rs).
-const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");
-/// The same in format 1, which the lexical build does not read.
+const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v5-coded.bundle");
+/// The same in formats 1 and 4, which the lexical build does not read.
 const V1: &[u8] = include_bytes!("fixtures/bundles/v1-hybrid.bundle");
+const V4: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");
 
 fn engine() -> WasmEngine {
     WasmEngine::new(BUNDLE).unwrap_or_else(|e| panic!("the frozen bundle loads: {e:?}"))
@@ -171,21 +172,23 @@ fn corrupt_truncated_and_foreign_bundles_are_typed_errors() {
     }
 }
 
-/// Formats 1 and 2 are left out of the first-paint build: a typed error that says to rebuild.
+/// Formats 1 to 4 are left out of the first-paint build: a typed error that says to rebuild.
 #[wasm_bindgen_test]
-fn a_format_1_bundle_is_refused_with_a_rebuild_error() {
-    let err = match WasmEngine::new(V1) {
-        Ok(_) => panic!("the lexical build read a format-1 bundle"),
-        Err(e) => value(e),
-    };
-    assert_eq!(err["errorCode"], "DOCS_COLLECTION_UNAVAILABLE", "{err}");
-    assert_eq!(err["details"]["reason"], "OlderFormat", "{err}");
-    assert_eq!(err["details"]["found"], 1, "{err}");
-    assert_eq!(err["details"]["oldest"], 3, "{err}");
-    assert!(
-        err["message"].as_str().unwrap().contains("rebuild"),
-        "{err}"
-    );
+fn an_older_format_bundle_is_refused_with_a_rebuild_error() {
+    for (bytes, found) in [(V1, 1), (V4, 4)] {
+        let err = match WasmEngine::new(bytes) {
+            Ok(_) => panic!("the lexical build read a format-{found} bundle"),
+            Err(e) => value(e),
+        };
+        assert_eq!(err["errorCode"], "DOCS_COLLECTION_UNAVAILABLE", "{err}");
+        assert_eq!(err["details"]["reason"], "OlderFormat", "{err}");
+        assert_eq!(err["details"]["found"], found, "{err}");
+        assert_eq!(err["details"]["oldest"], 5, "{err}");
+        assert!(
+            err["message"].as_str().unwrap().contains("rebuild"),
+            "{err}"
+        );
+    }
 }
 
 /// A split bundle through the bindings: `openSplit(core)`, searches that name their files,

@@ -8,6 +8,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::model::*;
+use super::packed::{budget_for, pack, unpack, DocsIn, DocsOut};
 use super::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::index::lexical::LexicalIndex;
@@ -25,7 +26,16 @@ pub(super) fn to_bytes<T: Serialize + ?Sized>(value: &T, what: &str) -> Result<V
 /// sections actually written.
 pub fn encode(bundle: &Bundle) -> Result<Vec<u8>> {
     let mut parts: Vec<(SectionKind, Vec<u8>)> = vec![
-        (SectionKind::Docs, to_bytes(&bundle.docs, "docs")?),
+        (
+            SectionKind::Docs,
+            to_bytes(
+                &DocsOut {
+                    documents: &bundle.docs.documents,
+                    chunks: pack(&bundle.docs.documents, &bundle.docs.chunks)?,
+                },
+                "docs",
+            )?,
+        ),
         (SectionKind::Lexical, to_bytes(&bundle.lexical, "lexical")?),
         (SectionKind::Text, to_bytes(&bundle.text, "text")?),
     ];
@@ -251,7 +261,17 @@ pub(super) fn decode_sections<'a>(
         1 => decode_exact::<super::legacy::DocsSectionV1>(&raw, "docs")?.into(),
         #[cfg(feature = "vectors")]
         2 => decode_exact::<super::legacy::DocsSectionV2>(&raw, "docs")?.into(),
-        _ => decode_exact(&raw, "docs")?,
+        #[cfg(feature = "vectors")]
+        3 | 4 => decode_exact(&raw, "docs")?,
+        _ => {
+            let docs: DocsIn = decode_exact(&raw, "docs")?;
+            let chunks = unpack(&docs.documents, 0, docs.chunks, budget_for(raw.len()))
+                .map_err(Error::Corrupt)?;
+            DocsSection {
+                documents: docs.documents,
+                chunks,
+            }
+        }
     };
     drop(raw);
     let lexical: LexicalIndex = decode_exact(&required(SectionKind::Lexical)?, "lexical")?;

@@ -23,6 +23,7 @@ mod format;
 #[cfg(feature = "vectors")]
 mod legacy;
 mod model;
+mod packed;
 mod path;
 pub mod split;
 
@@ -37,15 +38,16 @@ pub use path::{document_path_problem, url_scheme};
 /// The format version this engine writes. 2: documents record their citation, chunks
 /// their page span (PDF). 3: documents' creation date and file size. 4: large collections'
 /// vectors carry compact first-pass codes ([`crate::index::vector::Coded`]) instead of an
-/// HNSW graph.
-pub const FORMAT_VERSION: u32 = 4;
+/// HNSW graph. 5: chunk metadata packed (`packed.rs`: binary ids, breadcrumbs and anchors
+/// written once per change).
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this engine still reads.
 #[cfg(feature = "vectors")]
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// The oldest format version this engine still reads: the first-paint build (no vectors:
 /// the lexical wasm, which the browser's first answer and the Worker load, mostly from a
-/// split layout) leaves out the decoders of formats 1 and 2 (8.1 KB raw, 3.9 KB of its
-/// 104 KB brotli budget) and refuses those bundles as `OlderFormat` ("rebuild the bundle");
-/// every other build reads them.
+/// split layout) leaves out the decoders of formats 1 to 4 (their chunk metadata is laid out
+/// differently; 8.1 KB raw for 1 and 2 alone, 3.9 KB of its 104 KB brotli budget) and refuses
+/// those bundles as `OlderFormat` ("rebuild the bundle"); every other build reads them.
 #[cfg(not(feature = "vectors"))]
-pub const OLDEST_FORMAT_VERSION: u32 = 3;
+pub const OLDEST_FORMAT_VERSION: u32 = 5;

@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 
 use super::format::{check_prefix, decode_exact, to_bytes};
 use super::model::{Bundle, ChunkMeta, Document, Header};
+use super::packed::{budget_for, pack, unpack, PackedChunk};
 use crate::error::{Error, Result};
 use crate::index::lexical;
 use crate::search::expand::{correction_keys, correction_shard, correction_shards};
@@ -35,8 +36,8 @@ pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
 /// rather than read in an older layout. 3: lexical shards' term counts in the core. 5: each
 /// term's surface form in `vocab.bin`. 6: the vocabulary in `voc-N.bin` shards by correction
-/// key.
-pub const SPLIT_VERSION: u32 = 6;
+/// key. 7: fragments' chunk metadata packed as in format 5's `docs` section.
+pub const SPLIT_VERSION: u32 = 7;
 pub const CORE_FILE: &str = "core.bin";
 pub const WHOLE_FILE: &str = "bundle.bin";
 
@@ -170,11 +171,27 @@ impl ShardPostings {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A fragment shard, read: a run of documents with their chunks' metadata and text.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FragShard {
     pub documents: Vec<Document>,
     pub chunks: Vec<ChunkMeta>,
     pub texts: Vec<String>,
+}
+
+/// A fragment shard as written: the chunks packed as in the bundle's `docs` section.
+#[derive(Serialize)]
+struct FragShardOut<'a> {
+    documents: &'a [Document],
+    chunks: Vec<PackedChunk>,
+    texts: &'a [String],
+}
+
+#[derive(Deserialize)]
+struct FragShardIn {
+    documents: Vec<Document>,
+    chunks: Vec<PackedChunk>,
+    texts: Vec<String>,
 }
 
 /// One vocabulary shard: the terms filed under a correction key of its number
@@ -304,7 +321,11 @@ pub fn split_with(
     for (d, doc) in docs.documents.iter().enumerate() {
         let chunks = doc.first_chunk as usize..(doc.first_chunk + doc.chunk_count) as usize;
         size += to_bytes(doc, "document")?.len()
-            + to_bytes(&docs.chunks[chunks.clone()], "chunks")?.len()
+            + to_bytes(
+                &pack(std::slice::from_ref(doc), &docs.chunks[chunks.clone()])?,
+                "chunks",
+            )?
+            .len()
             + to_bytes(&bundle.text.texts[chunks], "texts")?.len();
         if size >= sizes.fragment || d + 1 == docs.documents.len() {
             let range = start..d + 1;
@@ -312,10 +333,10 @@ pub fn split_with(
             let end = (doc.first_chunk + doc.chunk_count) as usize;
             let shard = ShardId::Fragment(frag_shards.len() as u32);
             frag_shards.push(start as u32);
-            let body = FragShard {
-                documents: docs.documents[range].to_vec(),
-                chunks: docs.chunks[first..end].to_vec(),
-                texts: bundle.text.texts[first..end].to_vec(),
+            let body = FragShardOut {
+                documents: &docs.documents[range.clone()],
+                chunks: pack(&docs.documents[range], &docs.chunks[first..end])?,
+                texts: &bundle.text.texts[first..end],
             };
             add(shard, shard_file(bundle_id, shard, body)?);
             start = d + 1;
@@ -497,7 +518,19 @@ impl SplitBundle {
                 self.lexical[i as usize] = Some(body);
             }
             ShardId::Fragment(i) => {
-                let body: FragShard = self.open_shard(shard, bytes)?;
+                let FragShardIn {
+                    documents,
+                    chunks,
+                    texts,
+                } = self.open_shard(shard, bytes)?;
+                let first_doc = self.fragment_docs(i).map_or(0, |d| d.start as u32);
+                let chunks = unpack(&documents, first_doc, chunks, budget_for(bytes.len()))
+                    .map_err(|e| self.corrupt(shard, &e))?;
+                let body = FragShard {
+                    documents,
+                    chunks,
+                    texts,
+                };
                 self.check_fragment(i, &body)?;
                 self.fragments[i as usize] = Some(body);
             }
