@@ -47,7 +47,7 @@ pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// The oldest format version this engine still reads: the first-paint build (no vectors:
 /// the lexical wasm, which the browser's first answer and the Worker load, mostly from a
 /// split layout) leaves out the decoders of formats 1 to 4 (their chunk metadata is laid out
-/// differently; 8.1 KB raw for 1 and 2 alone, 3.9 KB of its 104 KB brotli budget) and refuses
+/// differently; 8.1 KB raw for 1 and 2 alone, 3.9 KB of its brotli budget, then 104 KB) and refuses
 /// those bundles as `OlderFormat` ("rebuild the bundle"); every other build reads them.
 #[cfg(not(feature = "vectors"))]
 pub const OLDEST_FORMAT_VERSION: u32 = 5;

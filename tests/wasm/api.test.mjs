@@ -44,12 +44,17 @@ test('each build says what it is', () => {
 // after replacing its sorts by in-place insertion, which saved 2.4 KB of the first version).
 // Brotli's size jumps by kilobytes on small changes: a refactor of legacy format decoding that
 // grew the raw module by 157 bytes cost 1,988 bytes brotli (102,686 → 104,674) and failed CI.
+// Format 5's packed chunk metadata (issue 23) cost 1.3–1.5 KB (102,694 → 103,981, then 104,150
+// after a comment-only edit of packed.rs: panic locations carry line numbers), after leaving
+// formats 3 and 4's decoders out of this build. The budget became 105 KB with it: it shrinks
+// what first paint reads besides (cpp-docs' first fulltext result cold, wasm included, 193 →
+// 191.6 KB in `make bench-web-fulltext`), and 19 bytes of margin broke on line numbers.
 // Rebuild the lexical package (`bash www/build-wasm.sh lexical`, seconds) before committing a
 // change to code that build links.
-test('the lexical build stays within 104 KB brotli (quality 11), the budget for first paint', () => {
+test('the lexical build stays within 105 KB brotli (quality 11), the budget for first paint', () => {
   const wasm = fs.readFileSync(path.join(PKG, 'lexical', 'docloupe_bg.wasm'));
   const brotli = zlib.brotliCompressSync(wasm, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
-  assert.ok(brotli <= 104_000, `${brotli} bytes brotli`);
+  assert.ok(brotli <= 105_000, `${brotli} bytes brotli`);
   assert.equal(typeof new lexical.Engine(bundle).setRerankBudgetMs, 'undefined');
 });
 
