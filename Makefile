@@ -144,6 +144,7 @@ test-mcp: models build
 test: models lint unit test-wasm test-web test-edge test-mcp
 
 bench: models build
+	$(CARGO) build --release --example build_efficiency
 	python3 tests/bench/build_bench.py
 
 # Retrains the committed reranker from scratch (≈ 1 h on 2 cores); see prebuild/reranker/MODEL_CARD.md.
