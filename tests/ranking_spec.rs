@@ -108,3 +108,60 @@ fn a_keyword_finds_its_page_first() {
         ("for", "lang/for.md"),
     ]);
 }
+
+/// Versioned documentation keeps one page under several folders. The first three results are
+/// distinct pages; the other versions of a page among them come right after those three,
+/// not dropped below weaker pages (rank.rs `distinct_pages_first`).
+#[test]
+fn copies_of_a_page_come_right_after_the_first_three_distinct_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let page = |path: &str, text: &str| {
+        let p = docs.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let get = "# Get-Thing\n\nGet-Thing gets the things kept in the thing store. Use it to \
+               read a thing back by its name, or every thing at once with `-All`.\n";
+    for version in ["5.1", "7.4", "7.5"] {
+        page(&format!("{version}/Get-Thing.md"), get);
+    }
+    page(
+        "Set-Thing.md",
+        "# Set-Thing\n\nSet-Thing changes a thing kept in the thing store.\n",
+    );
+    page(
+        "about_Thing_Store.md",
+        "# About the thing store\n\nThe thing store keeps things by name until they are removed.\n",
+    );
+    page(
+        "Remove-Thing.md",
+        "# Remove-Thing\n\nRemove-Thing deletes a thing from the thing store for good.\n",
+    );
+    page(
+        "Export-Thing.md",
+        "# Export-Thing\n\nExport-Thing writes things of the store to a file.\n",
+    );
+    let out = tmp.path().join("versions.bundle");
+    common::build(&docs, &out, &[]);
+    let e =
+        Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files())).unwrap();
+    let r = e
+        .search(&SearchRequest::new(
+            "read the things kept in the store by name",
+        ))
+        .unwrap();
+    assert_eq!(r.applied_strategy, "bm25_plus_vector_rerank_docs_only");
+    let top = pages(&r);
+    let copy = |p: &&str| p.ends_with("/Get-Thing.md");
+    assert!(top.len() >= 5, "{top:?}");
+    assert!(copy(&top[0]), "the page that answers leads: {top:?}");
+    assert!(
+        !top[1..3].iter().any(copy),
+        "two other pages before a second copy: {top:?}"
+    );
+    assert!(
+        top[3..5].iter().all(copy),
+        "the other copies right after the first three: {top:?}"
+    );
+}

@@ -70,27 +70,32 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS):
     return groups
 
 
-COPY_PENALTY = 3.0  # src/search/rank.rs
-
-
-def demote_copies(rows, scores):
-    """What the engine does after scoring (rank.rs `demote_copies`): a chunk of a document with
-    the same title and file name as a better-ranked document loses COPY_PENALTY."""
-    order = sorted(range(len(rows)), key=lambda i: -scores[i])
-    first, out = {}, list(scores)
-    for i in order:
-        holder = first.setdefault(rows[i][3], rows[i][1])
-        if holder != rows[i][1]:
-            out[i] -= COPY_PENALTY
-    return out
+DISTINCT_HEAD, COPY_STEP = 3, 0.05  # src/search/rank.rs
 
 
 def doc_order(rows, scores, demote=True):
-    """Documents in order of their best-scoring chunk, copies demoted as the engine does."""
+    """Documents in order of their best-scoring chunk, then what the engine does after scoring
+    (rank.rs `distinct_pages_first`): a copy (same title and file name as a document ranked
+    above it) ranked among the first DISTINCT_HEAD distinct pages moves to just under them."""
     best = {}
-    for (label, d, f, key), s in zip(rows, demote_copies(rows, scores) if demote else scores):
+    for (label, d, f, key), s in zip(rows, scores):
         best[d] = max(best.get(d, -1e30), s)
-    return [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
+    keys = {r[1]: r[3] for r in rows}
+    order = [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
+    if not demote:
+        return order
+    seen, copies = set(), []
+    for i, d in enumerate(order):
+        if keys[d] in seen:
+            copies.append(d)
+            continue
+        seen.add(keys[d])
+        if len(seen) == DISTINCT_HEAD:
+            floor = best[d]
+            for j, c in enumerate(copies):
+                best[c] = floor - COPY_STEP * (j + 1)
+            return [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
+    return order
 
 
 def top3(groups, score_fn, answer_grade, demote=True):

@@ -662,7 +662,7 @@ impl Engine {
         }
         let mut logits: Vec<f32> = rows.iter().map(|r| model.score(r)).collect();
         rank::order_within_documents(retriever.corpus, pool, &mut logits);
-        rank::demote_copies(retriever.corpus, pool, &mut logits);
+        rank::distinct_pages_first(retriever.corpus, pool, &mut logits);
         Some(logits.into_iter().map(rerank::probability).collect())
     }
 

@@ -14,7 +14,7 @@
 //! Every value is computed in f32 with deterministic operations (libm's `logf`), so native
 //! and wasm builds order candidates identically.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
@@ -233,32 +233,56 @@ pub fn order_within_documents(corpus: &Corpus, pool: &[Hit], logits: &mut [f32])
     }
 }
 
-/// How far a copy of a better-ranked page falls: its logit drops by this much (its odds by
-/// ~20×), enough to let distinct pages through, not so much that a strong copy sinks below
-/// noise.
-pub const COPY_PENALTY: f32 = 3.0;
+/// How many distinct pages open the list before a copy of one of them may come (chosen on the
+/// dev questions; see `prebuild/ranker/README.md`).
+pub const DISTINCT_HEAD: usize = 3;
+
+/// How far apart (logit units) the copies moved below the head stay, in their order.
+const COPY_STEP: f32 = 0.05;
 
 /// Distinct pages first. Versioned documentation keeps the same page under several folders
-/// (`reference/5.1/…/Get-Process.md`, `…/7.4/…`): five copies of one page fill a first page
-/// of results and push the page that answers out of it. A document with the same title and
-/// file name as a document ranked above it is a copy: its scores (logits, in `scores`) drop
-/// by [`COPY_PENALTY`]. Greedy in rank order, so the best copy of each page stays where it is.
-pub fn demote_copies(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
-    let mut order: Vec<usize> = (0..pool.len()).collect();
-    order.sort_by(|&a, &b| {
-        scores[b]
-            .total_cmp(&scores[a])
-            .then(pool[a].chunk.cmp(&pool[b].chunk))
-    });
-    // (title, file name) → the document that holds it first.
-    let mut first: BTreeMap<(&str, &str), u32> = BTreeMap::new();
-    for i in order {
-        let d = corpus.doc_of(pool[i].chunk);
+/// (`reference/5.1/…/Get-Process.md`, `…/7.4/…`): five copies of one page fill the top of the
+/// list and push the page that answers out of it. A document with the same title and file
+/// name as a document ranked above it is a copy. The first [`DISTINCT_HEAD`] pages in rank
+/// order that are not copies form the head; every copy ranked among them moves (all its
+/// chunks by the same amount, in their order) to just under the head's last page, so the
+/// copies of a good page still come right after the head instead of sinking below weaker
+/// pages. `scores` are the chunks' logits, each chunk carrying its document's order.
+pub fn distinct_pages_first(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
+    // Documents in rank order, each with its best score.
+    let mut best: BTreeMap<u32, (f32, u32)> = BTreeMap::new();
+    for (h, &s) in pool.iter().zip(scores.iter()) {
+        let e = best
+            .entry(corpus.doc_of(h.chunk))
+            .or_insert((f32::NEG_INFINITY, h.chunk));
+        if s > e.0 || (s == e.0 && h.chunk < e.1) {
+            *e = (s, h.chunk);
+        }
+    }
+    let mut docs: Vec<(u32, f32, u32)> = best.into_iter().map(|(d, (s, c))| (d, s, c)).collect();
+    docs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
+    let mut keys: BTreeSet<(&str, &str)> = BTreeSet::new();
+    let mut copies: Vec<(u32, f32)> = Vec::new();
+    let mut floor = None;
+    for &(d, s, _) in &docs {
         let doc = corpus.document(d);
         let name = doc.path.rsplit('/').next().unwrap_or(&doc.path);
-        let holder = *first.entry((doc.title.as_str(), name)).or_insert(d);
-        if holder != d {
-            scores[i] -= COPY_PENALTY;
+        if !keys.insert((doc.title.as_str(), name)) {
+            copies.push((d, s));
+        } else if keys.len() == DISTINCT_HEAD {
+            floor = Some(s);
+            break;
+        }
+    }
+    // Fewer distinct pages than the head holds: nothing ranks below it to make room for.
+    let Some(floor) = floor else { return };
+    let mut shift: BTreeMap<u32, f32> = BTreeMap::new();
+    for (j, (d, s)) in copies.into_iter().enumerate() {
+        shift.insert(d, s - floor + COPY_STEP * (j + 1) as f32);
+    }
+    for (h, s) in pool.iter().zip(scores.iter_mut()) {
+        if let Some(by) = shift.get(&corpus.doc_of(h.chunk)) {
+            *s -= by;
         }
     }
 }
