@@ -374,4 +374,20 @@ fn overlapping_chunk_runs_and_nonsense_constants_are_corrupt() {
             other => panic!("{avg}: {other:?}"),
         }
     }
+    // Fragment boundaries are written as steps (split version 8): steps that go back, stand
+    // still or wrap past u32::MAX are out of order once added up.
+    for starts in [vec![0, 2, 1], vec![0, 1, 1], vec![0, u32::MAX, 1], vec![1]] {
+        let prefix = 8 + 4 + 32;
+        let mut c: bundle::split::Core = postcard::from_bytes(&core[prefix..]).unwrap();
+        c.frag_shards = starts.clone();
+        let payload = postcard::to_allocvec(&c).unwrap();
+        let mut file = core[..12].to_vec();
+        use sha2::Digest;
+        file.extend_from_slice(&sha2::Sha256::digest(&payload));
+        file.extend_from_slice(&payload);
+        match bundle::split::SplitBundle::open(&file) {
+            Err(Error::Corrupt(m)) => assert!(m.contains("out of order"), "{starts:?}: {m}"),
+            other => panic!("{starts:?}: {other:?}"),
+        }
+    }
 }
