@@ -84,18 +84,18 @@ def doc_order(rows, scores, demote=True):
     order = [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
     if not demote:
         return order
-    seen, copies = set(), []
-    for i, d in enumerate(order):
+    seen, copies, floor, above = set(), [], None, 0
+    for d in order:
         if keys[d] in seen:
             copies.append(d)
             continue
         seen.add(keys[d])
+        floor, above = best[d], len(copies)
         if len(seen) == DISTINCT_HEAD:
-            floor = best[d]
-            for j, c in enumerate(copies):
-                best[c] = floor - COPY_STEP * (j + 1)
-            return [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
-    return order
+            break
+    for j, c in enumerate(copies[:above]):
+        best[c] = floor - COPY_STEP * (j + 1)
+    return [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
 
 
 def top3(groups, score_fn, answer_grade, demote=True):

@@ -245,7 +245,8 @@ const COPY_STEP: f32 = 0.05;
 /// list and push the page that answers out of it. A document with the same title and file
 /// name as a document ranked above it is a copy. The first [`DISTINCT_HEAD`] pages in rank
 /// order that are not copies form the head; every copy ranked among them moves (all its
-/// chunks by the same amount, in their order) to just under the head's last page, so the
+/// chunks by the same amount, in their order) to just under the head's last page (the last
+/// distinct page, when the pool holds fewer), so the
 /// copies of a good page still come right after the head instead of sinking below weaker
 /// pages. `scores` are the chunks' logits, each chunk carrying its document's order.
 pub fn distinct_pages_first(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
@@ -263,21 +264,23 @@ pub fn distinct_pages_first(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
     docs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
     let mut keys: BTreeSet<(&str, &str)> = BTreeSet::new();
     let mut copies: Vec<(u32, f32)> = Vec::new();
-    let mut floor = None;
+    // The head's last page so far, and how many copies rank above it. With fewer distinct
+    // pages than the head holds, every copy above the last of them moves below it.
+    let (mut floor, mut above) = (f32::NEG_INFINITY, 0);
     for &(d, s, _) in &docs {
         let doc = corpus.document(d);
         let name = doc.path.rsplit('/').next().unwrap_or(&doc.path);
         if !keys.insert((doc.title.as_str(), name)) {
             copies.push((d, s));
-        } else if keys.len() == DISTINCT_HEAD {
-            floor = Some(s);
+            continue;
+        }
+        (floor, above) = (s, copies.len());
+        if keys.len() == DISTINCT_HEAD {
             break;
         }
     }
-    // Fewer distinct pages than the head holds: nothing ranks below it to make room for.
-    let Some(floor) = floor else { return };
     let mut shift: BTreeMap<u32, f32> = BTreeMap::new();
-    for (j, (d, s)) in copies.into_iter().enumerate() {
+    for (j, &(d, s)) in copies[..above].iter().enumerate() {
         shift.insert(d, s - floor + COPY_STEP * (j + 1) as f32);
     }
     for (h, s) in pool.iter().zip(scores.iter_mut()) {
