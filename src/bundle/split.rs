@@ -144,13 +144,8 @@ mod deltas {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
-        let mut list = Vec::<u32>::deserialize(d)?;
-        let mut sum = 0u32;
-        for x in &mut list {
-            sum = sum.wrapping_add(*x);
-            *x = sum;
-        }
-        Ok(list)
+        let steps = Vec::<u32>::deserialize(d)?;
+        Ok(crate::index::lexical::chunks(&steps).collect())
     }
 }
 

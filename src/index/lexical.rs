@@ -33,11 +33,13 @@ impl Postings {
     }
 }
 
-/// Chunk ids from delta-encoded postings (the first entry is the id itself).
+/// Ids from a delta-encoded list (the first entry is the id itself): postings' chunk ids, and
+/// a split core's fragment starts. Sums wrap, so a hostile list never panics; what would
+/// wrap is not increasing, which [`check_deltas`] and the split core's check refuse.
 pub fn chunks(deltas: &[u32]) -> impl Iterator<Item = u32> + '_ {
     let mut chunk = 0u32;
-    deltas.iter().enumerate().map(move |(i, &d)| {
-        chunk = if i == 0 { d } else { chunk + d };
+    deltas.iter().map(move |&d| {
+        chunk = chunk.wrapping_add(d);
         chunk
     })
 }
