@@ -139,6 +139,17 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     const reranked = await run(b.call, { mode: 'hybrid', rerank: true, candidateLimit: 20 });
     await b.context.close();
 
+    // 3b. The default second stage: the learned ranker over cheap features, which the engine
+    //     uses when no cross-encoder is loaded, over the contract's default pool.
+    const d = await visit();
+    const { reranker: _crossEncoder, ...embeddingOnly } = models;
+    await d.call('benchOpen', { bundle: '/split/', models: embeddingOnly, worker: true }, 'open with the embedding model only');
+    const readyLearned = await d.call('benchReady', null, 'embedding model');
+    if (readyLearned.phase !== 'ready') throw new Error(`models failed: ${JSON.stringify(readyLearned.error)}`);
+    for (const query of queries.slice(0, 3)) await d.call('benchSearch', { query, rerank: true }, 'warm-up');
+    const learned = await run(d.call, { mode: 'hybrid', rerank: true });
+    await d.context.close();
+
     // 4. The same on the portable kernels (pkg/portable: answers equal native --kernels
     //    portable byte for byte): what that exactness costs per query.
     const c = await visit();
@@ -151,7 +162,7 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     const portableHybrid = await run(c.call, { mode: 'hybrid', rerank: false });
     const portableReranked = await run(c.call, { mode: 'hybrid', rerank: true, candidateLimit: 20 });
     await c.context.close();
-    const errors = [...a.errors, ...b.errors, ...c.errors];
+    const errors = [...a.errors, ...b.errors, ...c.errors, ...d.errors];
     if (errors.length) throw new Error(`errors in the page:\n${errors.join('\n')}`);
 
     return {
@@ -166,12 +177,13 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
       },
       hybrid: { ...summary(hybrid.map((r) => r.ms)), engine: summary(hybrid.map((r) => r.timings.totalMs)), embed: summary(hybrid.map((r) => r.timings.embedMs)) },
       reranked: { ...summary(reranked.map((r) => r.ms)), engine: summary(reranked.map((r) => r.timings.totalMs)), rerank: summary(reranked.map((r) => r.timings.rerankMs)), fallbacks: reranked.filter((r) => r.fallbackApplied).map((r) => r.degradedReason) },
+      learned: { ...summary(learned.map((r) => r.ms)), engine: summary(learned.map((r) => r.timings.totalMs)), rerank: summary(learned.map((r) => r.timings.rerankMs)), fallbacks: learned.filter((r) => r.fallbackApplied).map((r) => r.degradedReason) },
       portable: {
         modelsMs: portableReady.modelsMs,
         hybrid: { ...summary(portableHybrid.map((r) => r.ms)), embed: summary(portableHybrid.map((r) => r.timings.embedMs)) },
         reranked: { ...summary(portableReranked.map((r) => r.ms)), rerank: summary(portableReranked.map((r) => r.timings.rerankMs)) },
       },
-      perQuery: { fulltext, hybrid, reranked },
+      perQuery: { fulltext, hybrid, reranked, learned },
     };
   } finally {
     await server.close();
