@@ -145,7 +145,7 @@ if (fulltextOnly) {
 }
 console.log(`  models: ready at ${ms(ours.models.readyMs)} since navigation (${ms(ours.models.modelsMs)} after open), ${mb(ours.models.bytes)} in ${ours.models.requests} requests in all; hybrid before then: fallbackApplied=${ours.models.earlyHybrid.fallbackApplied}, degradedReason=${ours.models.earlyHybrid.degradedReason}`);
 console.log('  mode                    p50 (page)  p95 (page)  p50 engine  p95 engine');
-for (const [name, r] of [['fulltext', ours.fulltext], ['hybrid', ours.hybrid], ['hybrid+learned (default)', ours.learned], ['hybrid+rerank of 20', ours.reranked]]) {
+for (const [name, r] of [['fulltext', ours.fulltext], ['hybrid', ours.hybrid], ['hybrid+learned stage', ours.learned], ['hybrid+rerank of 20', ours.reranked]]) {
   console.log(`  ${name.padEnd(22)} ${ms(r.medianMs).padStart(11)} ${ms(r.p95Ms).padStart(11)} ${ms(r.engine.medianMs).padStart(11)} ${ms(r.engine.p95Ms).padStart(11)}`);
 }
 console.log(`  learned second stage alone: p50 ${ms(ours.learned.rerank.medianMs)}, p95 ${ms(ours.learned.rerank.p95Ms)}; fallbacks: ${ours.learned.fallbacks.length ? ours.learned.fallbacks.join(', ') : 'none'}`);
