@@ -45,12 +45,16 @@ def feature_names():
     return re.findall(r'"([^"]+)"', block)
 
 
-def collect(name, split, search_args, max_chunks=MAX_CHUNKS):
-    """Feature rows of one dataset: [(query id, [(label, doc, row)])]."""
+def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
+    """Feature rows of one dataset: [(query id, rels, [(label, doc, row, copy key)])]; with
+    `text_chars`, each row also ends with what a cross-encoder reads of the chunk (breadcrumb,
+    newline, text), cut to that many characters."""
     bundle, queries, _ = quality.dataset(name, split, [], False)
     beir = not name.startswith(("docs:", "titles:"))
+    text = {"maxCharsPerChunk": text_chars} if text_chars else {}
     requests = [{"query": q["text"], "mode": "hybrid", "rerank": True, "limit": CANDIDATES,
-                 "candidateLimit": CANDIDATES, "maxChunksPerDocument": max_chunks, "includeContext": False}
+                 "candidateLimit": CANDIDATES, "maxChunksPerDocument": max_chunks, "includeContext": False,
+                 **text}
                 for q in queries]
     out = quality.search_jsonl(bundle, requests, ["--explain-features", "--max-limit", str(CANDIDATES),
                                                   *search_args])
@@ -65,7 +69,11 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS):
                 continue
             d = quality.doc_key(r["documentPath"], beir)
             copy_key = (r["title"], r["documentPath"].rsplit("/", 1)[-1])
-            rows.append((q["rels"].get(d, 0), d, f, copy_key))
+            row = (q["rels"].get(d, 0), d, f, copy_key)
+            if text_chars:
+                passage = " > ".join(r.get("sectionPath") or []) + "\n" + (r.get("text") or "")
+                row += (passage[:text_chars],)
+            rows.append(row)
         groups.append((f"{name}/{q['id']}", q["rels"], rows))
     return groups
 

@@ -54,23 +54,13 @@ def shipped_ranker():
 
 
 def pools(name, split, chars, score):
-    bundle, queries, _ = quality.dataset(name, split, [], False)
-    beir = not name.startswith("docs:")
-    reqs = [{"query": q["text"], "mode": "hybrid", "rerank": True, "limit": 30, "candidateLimit": 30,
-             "maxChunksPerDocument": 1, "includeContext": False, "maxCharsPerChunk": chars} for q in queries]
-    out = []
-    for q, resp in zip(queries, quality.search_jsonl(bundle, reqs, ["--explain-features", "--max-limit", "30"])):
-        rows = []
-        for r in resp["results"]:
-            f = r["rankingSignals"].get("features")
-            if f is None:
-                continue
-            d = quality.doc_key(r["documentPath"], beir)
-            psg = " > ".join(r.get("sectionPath") or []) + "\n" + (r.get("text") or "")
-            rows.append([q["rels"].get(d, 0), d, [r["title"], r["documentPath"].rsplit("/", 1)[-1]],
-                         score(f), psg[:chars]])
-        out.append({"id": f"{name}/{q['id']}", "query": q["text"], "rels": q["rels"], "rows": rows})
-    return out
+    """The hybrid pool of every question (one chunk a page), as train.py collects it, with the
+    question's text and the shipped ranker's logit."""
+    _, queries, _ = quality.dataset(name, split, [], False)
+    groups = ranker.collect(name, split, [], max_chunks=1, text_chars=chars)
+    return [{"id": qid, "query": q["text"], "rels": rels,
+             "rows": [[grade, d, list(key), score(f), passage] for grade, d, f, key, passage in rows]}
+            for q, (qid, rels, rows) in zip(queries, groups)]
 
 
 def main(argv):
@@ -88,8 +78,10 @@ def main(argv):
     for k, v in t.items():
         v = np.array(v, dtype=np.float32)
         if k == "embeddings.word_embeddings.weight":
-            s = np.abs(v).max(1, keepdims=True) / 127.0
-            packed["wq"], packed["ws"] = np.round(v / s).astype(np.int8), s.astype(np.float32)
+            # The exported model's per-row int8 table (prebuild/models.py), so the sweep trains
+            # over the embeddings the engine will read.
+            q, scale = models.quantize_per_column(np.ascontiguousarray(v.T))
+            packed["wq"], packed["ws"] = np.ascontiguousarray(q.T), scale.reshape(-1, 1)
         elif k.startswith("encoder.layer."):
             if int(k.split(".")[2]) < a.layers:
                 packed[k] = v.astype(np.float16)

@@ -15,11 +15,14 @@ stage 2: the train questions' hybrid pools (30 candidates, graded), listwise wit
 After stage 1 and each stage-2 epoch: logits for every dev row (docs dev + SciFact train odd half),
 and the dev top-3 / nDCG@10 of ranker logit + alpha * CE over the ranker's top K.
 """
-import json, lzma, math, os, random, time
+import json, lzma, math, os, random, sys, time
 import numpy as np
 import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "ranker"))
+import train as ranker  # noqa: E402  (prebuild/ranker/train.py: doc_order; imports only the standard library)
 
 SEED = 20261126
 OUT = os.environ.get("OUT", "/tmp/ce-out")
@@ -153,27 +156,11 @@ log(f"mined {len(mined)} held {len(held)}; train questions {len(q_train)}; dev",
     {k: len(v) for k, v in dev_sets.items()})
 
 
-# ---------- simulation of the engine's order (prebuild/ranker/train.py doc_order)
+# ---------- the engine's order after scoring: prebuild/ranker/train.py's simulation of rank.rs
 def doc_order(rows, scores, demote=True):
-    best, keys = {}, {}
-    for r, s in zip(rows, scores):
-        best[r[1]] = max(best.get(r[1], -1e30), s)
-        keys[r[1]] = tuple(r[2])
-    order = [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
-    if not demote:
-        return order
-    seen, copies, floor, above = set(), [], None, 0
-    for d in order:
-        if keys[d] in seen:
-            copies.append(d)
-            continue
-        seen.add(keys[d])
-        floor, above = best[d], len(copies)
-        if len(seen) == 3:
-            break
-    for j, c in enumerate(copies[:above]):
-        best[c] = floor - 0.05 * (j + 1)
-    return [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
+    """Pool rows are [grade, page, copy key, ranker logit, passage]; train.py's are
+    (grade, page, features, copy key)."""
+    return ranker.doc_order([(r[0], r[1], None, tuple(r[2])) for r in rows], scores, demote)
 
 
 def qmetrics(q, scores, beir):
