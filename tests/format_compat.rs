@@ -13,7 +13,8 @@
 //! `v4-coded.bundle` was written by format version 4 from `tests/fixtures/docs` with
 //! `--model` (all-MiniLM-L6-v2 int8), `--compact-threshold 1` (compact first-pass codes) and
 //! `--project docloupe/fixtures`. `v5-coded.bundle` was written by format version 5 (chunk
-//! metadata packed) with the same arguments.
+//! metadata packed) with the same arguments, and `v6-coded.bundle` by format version 6 (vectors
+//! in the 4-bit form) with the same arguments again.
 //! Never regenerate them — add new files for a new format version instead.
 
 mod common;
@@ -32,6 +33,8 @@ const V3: &[u8] = include_bytes!("fixtures/bundles/v3-fulltext.bundle");
 const V4: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");
 /// Format 5: chunk metadata packed (binary ids, breadcrumbs and anchors once per change).
 const V5: &[u8] = include_bytes!("fixtures/bundles/v5-coded.bundle");
+/// Format 6: vectors in the 4-bit form, two values a byte.
+const V6: &[u8] = include_bytes!("fixtures/bundles/v6-coded.bundle");
 
 #[test]
 fn a_frozen_v1_bundle_still_loads_and_answers() {
@@ -162,10 +165,52 @@ fn a_bundle_is_queried_with_the_analyzer_rules_it_was_built_with() {
 
 #[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 5 the encoder must still write exactly these bytes; when the
+    // While FORMAT_VERSION is 6 the encoder must still write exactly these bytes; when the
     // format changes, this test moves to the new version's frozen file.
-    if FORMAT_VERSION == 5 {
-        assert_eq!(bundle::encode(&bundle::decode(V5).unwrap()).unwrap(), V5);
+    if FORMAT_VERSION == 6 {
+        assert_eq!(bundle::encode(&bundle::decode(V6).unwrap()).unwrap(), V6);
+    }
+}
+
+/// Format 6 stores what format 5 did, with each int8 vector in its 4-bit form: the same
+/// chunks, the same first-pass codes' layout, half the vector bytes, the same answers.
+#[test]
+fn a_frozen_v6_bundle_holds_the_v5_vectors_in_4_bits() {
+    use docloupe::index::vector::{QVec, VectorIndex};
+    let (v5, v6) = (bundle::decode(V5).unwrap(), bundle::decode(V6).unwrap());
+    let vectors = |b: &bundle::Bundle| -> Vec<QVec> {
+        b.vectors.as_ref().unwrap().vectors().cloned().collect()
+    };
+    let four: Vec<QVec> = vectors(&v5).iter().map(QVec::to_4bit).collect();
+    assert_eq!(vectors(&v6), four);
+    assert!(vectors(&v6).iter().all(QVec::is_4bit));
+    assert!(!vectors(&v5).iter().any(QVec::is_4bit));
+    let Some(VectorIndex::Coded(coded)) = &v6.vectors else {
+        panic!("the v6 fixture holds compact codes");
+    };
+    assert_eq!(coded.codes.len(), coded.vectors.len() * 48);
+    let section = |bytes: &[u8]| {
+        let (header, _) = bundle::decode_header(bytes).unwrap();
+        let s = header
+            .sections
+            .iter()
+            .find(|s| s.kind == bundle::SectionKind::Vectors);
+        s.unwrap().len
+    };
+    // 14 vectors of 384 dims: 388 bytes and more each at int8, 196 at 4 bits (the levels and
+    // codes, 3.7 KB, are the same).
+    let (v5_len, v6_len) = (section(V5), section(V6));
+    assert!(v5_len - v6_len >= 14 * 190, "{v5_len} {v6_len}");
+    for bytes in [V5, V6] {
+        let engine = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
+        let r = engine
+            .search(&SearchRequest {
+                query: "how big may the cache grow".into(),
+                mode: Some(Mode::Semantic),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(r.results[0].document_path, "en/caching.md");
     }
 }
 
@@ -173,7 +218,7 @@ fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
 /// breadcrumbs (the PDF's included), anchors, lines and pages.
 #[test]
 fn older_chunk_metadata_reads_back_the_same_from_the_packed_form() {
-    for old in [V1, V1_HYBRID, V2_MIXED, V3, V4] {
+    for old in [V1, V1_HYBRID, V2_MIXED, V3, V4, V5] {
         let decoded = bundle::decode(old).unwrap();
         let reread = bundle::decode(&bundle::encode(&decoded).unwrap()).unwrap();
         assert_eq!(reread.docs, decoded.docs);

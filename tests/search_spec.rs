@@ -267,6 +267,21 @@ fn e5_engine() -> Engine {
     Engine::from_bundle(bytes, Some(&files)).unwrap()
 }
 
+/// The builder writes MiniLM's vectors in the 4-bit form and keeps E5's at int8
+/// (`embed::four_bit_vectors`: E5's passages differ by less than the 4-bit rounding).
+#[test]
+fn minilm_vectors_are_written_in_4_bits_and_e5_vectors_in_8() {
+    use docloupe::index::vector::QVec;
+    let bits = |b: &docloupe::bundle::Bundle| -> Vec<bool> {
+        let v = b.vectors.as_ref().unwrap();
+        v.vectors().map(QVec::is_4bit).collect()
+    };
+    let minilm = bits(&docloupe::bundle::decode(common::fixture_bundle()).unwrap());
+    assert!(!minilm.is_empty() && minilm.iter().all(|&b| b));
+    let e5 = bits(e5_engine().bundle().unwrap());
+    assert!(!e5.is_empty() && e5.iter().all(|&b| !b));
+}
+
 #[test]
 fn with_e5_a_question_in_one_language_finds_the_page_in_the_other() {
     let e = e5_engine();

@@ -11,7 +11,7 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 /// Frozen bundle of `tests/fixtures/docs` in the current format, with vectors (see
 /// tests/format_compat.rs).
-const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v5-coded.bundle");
+const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v6-coded.bundle");
 /// The same in formats 1 and 4, which the lexical build does not read.
 const V1: &[u8] = include_bytes!("fixtures/bundles/v1-hybrid.bundle");
 const V4: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");

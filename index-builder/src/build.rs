@@ -30,6 +30,8 @@ pub struct BuildConfig {
     pub model: ModelChoice,
     pub lang: Option<Language>,
     pub compact_threshold: usize,
+    /// Keep the vectors at int8 instead of the 4-bit form (comparisons only).
+    pub int8_vectors: bool,
     pub progress: bool,
     /// A CSL-JSON bibliography to match documents against.
     pub references: Option<References>,
@@ -278,6 +280,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         project_id: cfg.project.clone(),
         model,
         compact_threshold: cfg.compact_threshold,
+        int8_vectors: cfg.int8_vectors,
     };
     let documents_processed = docs.len();
     let documents_chunked = docs

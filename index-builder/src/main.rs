@@ -143,6 +143,9 @@ struct BuildArgs {
     /// Vectors get compact first-pass codes from this many chunks on (below: exact scan).
     #[arg(long, default_value_t = docloupe::index::COMPACT_THRESHOLD, hide = true)]
     compact_threshold: usize,
+    /// Keep the vectors at int8 instead of 4 bits (for quality comparisons).
+    #[arg(long, hide = true, conflicts_with = "incremental")]
+    int8_vectors: bool,
     /// Show no progress bar even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -318,6 +321,7 @@ fn build(args: BuildArgs) -> Result<()> {
         model,
         lang,
         compact_threshold: args.compact_threshold,
+        int8_vectors: args.int8_vectors,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         references,
         incremental: args.incremental,
@@ -411,17 +415,20 @@ fn inspect(path: &std::path::Path) -> Result<()> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let (header, body) = docloupe::bundle::decode_header(&bytes)?;
     let mut sections = Vec::new();
-    let mut vector_index = None;
+    let (mut vector_index, mut vector_bits) = (None, None);
     for s in &header.sections {
         let raw = docloupe::bundle::section_bytes(&bytes, body, s)?;
         if s.kind.name() == "vectors" {
             // postcard writes the variant of `VectorIndex` first, as a one-byte varint.
-            vector_index = raw.first().map(|v| match v {
-                0 => "exact",
-                1 => "hnsw",
-                2 => "coded",
-                _ => "unknown",
-            });
+            // 0–2 hold int8 vectors, 3 and 4 the 4-bit form (format 6).
+            (vector_index, vector_bits) = match raw.first() {
+                Some(0) => (Some("exact"), Some(8)),
+                Some(1) => (Some("hnsw"), Some(8)),
+                Some(2) => (Some("coded"), Some(8)),
+                Some(3) => (Some("exact"), Some(4)),
+                Some(4) => (Some("coded"), Some(4)),
+                _ => (Some("unknown"), None),
+            };
         }
         sections.push(serde_json::json!({
             "kind": s.kind.name(),
@@ -440,6 +447,7 @@ fn inspect(path: &std::path::Path) -> Result<()> {
         "counts": header.counts,
         "flags": header.flags,
         "vectorIndex": vector_index,
+        "vectorBits": vector_bits,
         "sections": sections,
     });
     print_line(&serde_json::to_string_pretty(&report)?)?;

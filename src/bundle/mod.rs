@@ -13,7 +13,8 @@
 //!
 //! Sections are independently decodable so a browser can fetch the small ones first:
 //! `docs` (document + chunk metadata), `lexical` (term dictionary + postings), `text`
-//! (chunk text for snippets and context) and `vectors` (int8 vectors, exact or HNSW).
+//! (chunk text for snippets and context) and `vectors` (4-bit vectors, or int8 before format
+//! 6; scanned exactly or through compact codes, or an HNSW graph before format 4).
 //! Nothing in a bundle depends on time, hash-map order or thread scheduling: the same
 //! input gives the same bytes.
 
@@ -39,8 +40,9 @@ pub use path::{document_path_problem, url_scheme};
 /// their page span (PDF). 3: documents' creation date and file size. 4: large collections'
 /// vectors carry compact first-pass codes ([`crate::index::vector::Coded`]) instead of an
 /// HNSW graph. 5: chunk metadata packed (`packed.rs`: binary ids, breadcrumbs and anchors
-/// written once per change).
-pub const FORMAT_VERSION: u32 = 5;
+/// written once per change). 6: vectors in the 4-bit form, two values a byte
+/// ([`crate::index::vector::QVec::to_4bit`]).
+pub const FORMAT_VERSION: u32 = 6;
 /// The oldest format version this engine still reads.
 #[cfg(feature = "vectors")]
 pub const OLDEST_FORMAT_VERSION: u32 = 1;

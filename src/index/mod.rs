@@ -83,6 +83,9 @@ pub struct BuildOptions {
     /// At or above this many chunks the vectors get compact first-pass codes; below, search
     /// scans them exactly.
     pub compact_threshold: usize,
+    /// Keep the vectors at int8 (formats 1–5) even for a model whose vectors are written in
+    /// the 4-bit form ([`crate::embed::four_bit_vectors`]): for comparisons only.
+    pub int8_vectors: bool,
 }
 
 /// Default for [`BuildOptions::compact_threshold`]: see ARCHITECTURE.md for the measurement.
@@ -173,7 +176,11 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
                 (body_terms.as_slice(), cfg.body_weight),
             ]);
             match (&opts.model, chunk.embedding) {
-                (Some(m), Some(v)) if v.dims() == m.dims as usize => vectors.push(v.into_qvec(id)),
+                (Some(m), Some(v)) if v.dims() == m.dims as usize => {
+                    let v = v.into_qvec(id);
+                    let four = !opts.int8_vectors && crate::embed::four_bit_vectors(&m.id);
+                    vectors.push(if four { v.to_4bit() } else { v })
+                }
                 (Some(m), Some(v)) => {
                     return Err(Error::Encode(format!(
                         "chunk {id} has {} dims, model {} has {}",

@@ -45,6 +45,44 @@ impl QVec {
             * self.scale
     }
 
+    /// The 4-bit form of this vector (format 6; half the bytes of int8 on disk): each value
+    /// rounded to one of 15 levels, `q · scale` for q in −7..=7, with the largest at ±7. The
+    /// levels are read off the int8 values in integers (`q = round(7d / max|d|)`, halves away
+    /// from zero), so the form is a function of the int8 vector alone and a clean and an
+    /// incremental build write the same bytes. In memory it stays an int8 vector (`data`
+    /// within ±7, or −8, which a packed byte can also hold), so every scoring path is the same.
+    /// A vector already in that form is returned as it is. Chosen on SciFact's train queries
+    /// over three 16-level readings: see ARCHITECTURE.md.
+    pub fn to_4bit(&self) -> QVec {
+        if self.is_4bit() {
+            return self.clone();
+        }
+        let max = self
+            .data
+            .iter()
+            .map(|d| d.unsigned_abs() as i32)
+            .max()
+            .unwrap_or(0);
+        let data = self
+            .data
+            .iter()
+            .map(|&d| {
+                let q = (14 * d.unsigned_abs() as i32 + max) / (2 * max);
+                (q.min(7) * (d as i32).signum()) as i8
+            })
+            .collect();
+        QVec {
+            chunk: self.chunk,
+            scale: self.scale * max as f32 / 7.0,
+            data,
+        }
+    }
+
+    /// Whether every value fits the 4-bit form (−8..=7).
+    pub fn is_4bit(&self) -> bool {
+        self.data.iter().all(|&d| (-8..=7).contains(&d))
+    }
+
     fn dot_i8(&self, other: &QVec) -> f32 {
         let s: i32 = self
             .data
@@ -62,8 +100,8 @@ impl Point for QVec {
     }
 }
 
-/// The vectors section.
-#[derive(Serialize, Deserialize)]
+/// The vectors section. Written through [`Wire`]: vectors that are all in the 4-bit form
+/// ([`QVec::to_4bit`], format 6) are packed two values a byte.
 pub enum VectorIndex {
     /// Sorted by chunk id; scanned exactly.
     Flat(Vec<QVec>),
@@ -71,6 +109,154 @@ pub enum VectorIndex {
     Hnsw(Hnsw<QVec>),
     /// Compact first-pass codes and the int8 vectors they shortlist for (format 4).
     Coded(Coded),
+}
+
+/// The vectors section's bytes (postcard; variants in this order). `Flat`, `Hnsw` and `Coded`
+/// hold int8 vectors as formats 1–5 wrote them; format 6 writes 4-bit vectors as `Flat4` and
+/// `Coded4`. Borrowed for writing ([`WireRef`]), owned for reading.
+#[derive(Deserialize)]
+enum Wire {
+    Flat(Vec<QVec>),
+    Hnsw(Hnsw<QVec>),
+    Coded(Coded),
+    Flat4(Packed4),
+    Coded4(Coded4),
+}
+
+#[derive(Serialize)]
+enum WireRef<'a> {
+    Flat(&'a [QVec]),
+    Hnsw(&'a Hnsw<QVec>),
+    Coded(&'a Coded),
+    Flat4(Packed4),
+    Coded4(Coded4Ref<'a>),
+}
+
+/// 4-bit vectors, sorted by chunk, two values a byte.
+#[derive(Serialize, Deserialize)]
+struct Packed4 {
+    dims: u32,
+    /// Each vector's chunk as the step from the previous vector's (the first: from 0).
+    chunk_steps: Vec<u32>,
+    scales: Vec<f32>,
+    /// `⌈dims / 2⌉` bytes a vector; dimension `2i` in the low nibble of byte `i`, `2i + 1` in
+    /// the high one, each as `q + 8` (0..=15) for the value `q · scale`.
+    nibbles: Vec<u8>,
+}
+
+#[derive(Deserialize)]
+struct Coded4 {
+    low: Vec<f32>,
+    high: Vec<f32>,
+    codes: Vec<u8>,
+    vectors: Packed4,
+}
+
+#[derive(Serialize)]
+struct Coded4Ref<'a> {
+    low: &'a [f32],
+    high: &'a [f32],
+    codes: &'a [u8],
+    vectors: Packed4,
+}
+
+impl Packed4 {
+    /// `None` unless every vector is in the 4-bit form and all share one length.
+    fn pack(vectors: &[QVec]) -> Option<Packed4> {
+        let dims = vectors.first().map_or(0, |v| v.data.len());
+        if !vectors.iter().all(|v| v.data.len() == dims && v.is_4bit())
+            || !vectors.windows(2).all(|w| w[0].chunk < w[1].chunk)
+        {
+            return None;
+        }
+        let per = dims.div_ceil(2);
+        let mut nibbles = Vec::with_capacity(vectors.len() * per);
+        let mut prev = 0;
+        let mut chunk_steps = Vec::with_capacity(vectors.len());
+        for v in vectors {
+            chunk_steps.push(v.chunk.wrapping_sub(prev));
+            prev = v.chunk;
+            let level = |d: i8| (d + 8) as u8;
+            for pair in v.data.chunks(2) {
+                let hi = pair.get(1).map_or(0, |&d| level(d));
+                nibbles.push(level(pair[0]) | hi << 4);
+            }
+        }
+        Some(Packed4 {
+            dims: dims as u32,
+            chunk_steps,
+            scales: vectors.iter().map(|v| v.scale).collect(),
+            nibbles,
+        })
+    }
+
+    fn unpack(self) -> std::result::Result<Vec<QVec>, String> {
+        let dims = self.dims as usize;
+        let per = dims.div_ceil(2);
+        let n = self.chunk_steps.len();
+        if self.scales.len() != n || self.nibbles.len() as u64 != n as u64 * per as u64 {
+            return Err(format!(
+                "{} 4-bit vectors with {} scales and {} bytes for {dims} dims",
+                n,
+                self.scales.len(),
+                self.nibbles.len()
+            ));
+        }
+        let value = |nibble: u8| nibble as i8 - 8;
+        let mut chunk = 0u32;
+        let mut out = Vec::with_capacity(n);
+        for (i, (&step, &scale)) in self.chunk_steps.iter().zip(&self.scales).enumerate() {
+            chunk = chunk
+                .checked_add(step)
+                .ok_or("a 4-bit vector's chunk is past the last chunk")?;
+            let bytes = &self.nibbles[i * per..(i + 1) * per];
+            let data = (0..dims)
+                .map(|d| value(bytes[d / 2] >> (4 * (d % 2)) & 0x0f))
+                .collect();
+            out.push(QVec { chunk, scale, data });
+        }
+        Ok(out)
+    }
+}
+
+impl Serialize for VectorIndex {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            VectorIndex::Flat(v) => match Packed4::pack(v) {
+                Some(p) if !v.is_empty() => WireRef::Flat4(p),
+                _ => WireRef::Flat(v),
+            },
+            VectorIndex::Hnsw(h) => WireRef::Hnsw(h),
+            VectorIndex::Coded(c) => match Packed4::pack(&c.vectors) {
+                Some(p) if !c.vectors.is_empty() => WireRef::Coded4(Coded4Ref {
+                    low: &c.low,
+                    high: &c.high,
+                    codes: &c.codes,
+                    vectors: p,
+                }),
+                _ => WireRef::Coded(c),
+            },
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for VectorIndex {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        Ok(match Wire::deserialize(d)? {
+            Wire::Flat(v) => VectorIndex::Flat(v),
+            Wire::Hnsw(h) => VectorIndex::Hnsw(h),
+            Wire::Coded(c) => VectorIndex::Coded(c),
+            Wire::Flat4(p) => VectorIndex::Flat(p.unpack().map_err(D::Error::custom)?),
+            Wire::Coded4(c) => VectorIndex::Coded(Coded {
+                low: c.low,
+                high: c.high,
+                codes: c.codes,
+                vectors: c.vectors.unpack().map_err(D::Error::custom)?,
+            }),
+        })
+    }
 }
 
 /// How many candidates the compact first pass hands to exact rescoring for a request of `k`.
@@ -601,6 +787,98 @@ mod tests {
         assert_eq!(coded.nearest(&[0.5; 3], 5).len(), 5);
         assert_eq!(coded.nearest(&[0.1; 40], 5).len(), 5);
         assert_eq!(coded.nearest(&[], 5).len(), 5);
+    }
+
+    #[test]
+    fn the_4bit_form_reads_levels_off_the_int8_values() {
+        let v = QVec {
+            chunk: 7,
+            scale: 0.5,
+            data: vec![127, -127, 0, 9, -10, 64, -1, 118],
+        };
+        let f = v.to_4bit();
+        // q = round(7d / 127), halves away from zero; scale 0.5 · 127 / 7.
+        assert_eq!(f.data, vec![7, -7, 0, 0, -1, 4, 0, 7]);
+        assert_eq!(f.scale, 0.5 * 127.0 / 7.0);
+        assert_eq!(f.chunk, 7);
+        assert!(f.is_4bit() && !v.is_4bit());
+        // Already 4-bit: unchanged, so an incremental build reuses a vector as it was written.
+        assert_eq!(f.to_4bit(), f);
+        let zero = QVec {
+            chunk: 1,
+            scale: 1.0,
+            data: vec![0; 4],
+        };
+        assert_eq!(zero.to_4bit(), zero);
+    }
+
+    #[test]
+    fn the_4bit_form_keeps_cosines_within_a_few_thousandths() {
+        let vectors = unit_vectors(200, 384);
+        let mut worst = 0f32;
+        for seed in 0..5 {
+            let q = query(384, seed);
+            for v in &vectors {
+                worst = worst.max((v.dot_f32(&q) - v.to_4bit().dot_f32(&q)).abs());
+            }
+        }
+        assert!(worst < 0.02, "{worst}");
+    }
+
+    /// The section's variant index, as postcard writes it first.
+    fn variant(index: &VectorIndex) -> u8 {
+        postcard::to_allocvec(index).unwrap()[0]
+    }
+
+    #[test]
+    fn vectors_in_the_4bit_form_are_written_two_a_byte_and_read_back() {
+        let int8 = unit_vectors(300, 41);
+        let four: Vec<QVec> = int8.iter().map(QVec::to_4bit).collect();
+        for (index, expect) in [
+            (VectorIndex::Flat(int8.clone()), 0),
+            (VectorIndex::build(int8.clone(), 1), 2),
+            (VectorIndex::Flat(four.clone()), 3),
+            (VectorIndex::build(four.clone(), 1), 4),
+        ] {
+            assert_eq!(variant(&index), expect);
+            let bytes = postcard::to_allocvec(&index).unwrap();
+            let back: VectorIndex = postcard::from_bytes(&bytes).unwrap();
+            assert_eq!(
+                back.vectors().collect::<Vec<_>>(),
+                index.vectors().collect::<Vec<_>>()
+            );
+            if let (VectorIndex::Coded(a), VectorIndex::Coded(b)) = (&back, &index) {
+                assert_eq!(a, b);
+            }
+        }
+        let size = |v: &VectorIndex| postcard::to_allocvec(v).unwrap().len();
+        assert!(size(&VectorIndex::Flat(four)) * 2 < size(&VectorIndex::Flat(int8)) + 300 * 8);
+    }
+
+    #[test]
+    fn packed_4bit_vectors_that_do_not_add_up_are_refused() {
+        let four: Vec<QVec> = unit_vectors(3, 8).iter().map(QVec::to_4bit).collect();
+        let good = Packed4::pack(&four).unwrap();
+        let decode = |p: Packed4| {
+            let mut bytes = vec![3u8];
+            bytes.extend(postcard::to_allocvec(&p).unwrap());
+            postcard::from_bytes::<VectorIndex>(&bytes).map(|_| ())
+        };
+        assert!(decode(Packed4::pack(&four).unwrap()).is_ok());
+        let mut short = Packed4::pack(&four).unwrap();
+        short.nibbles.pop();
+        assert!(decode(short).is_err());
+        let mut past = good;
+        past.chunk_steps[2] = u32::MAX;
+        assert!(decode(past).is_err());
+        // Unsorted or mixed vectors are not packed (they are written as int8, and refused by
+        // validation if unsorted).
+        let mut unsorted = four.clone();
+        unsorted.swap(0, 1);
+        assert!(Packed4::pack(&unsorted).is_none());
+        let mut mixed = four;
+        mixed[1] = unit_vectors(3, 8)[1].clone();
+        assert!(Packed4::pack(&mixed).is_none());
     }
 
     #[test]
