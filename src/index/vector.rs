@@ -1,8 +1,10 @@
 //! Chunk vectors, quantized to int8 with one scale per vector (4× smaller than f32; cosine
-//! error ~1e-3, far below ranking noise). Below a size threshold they are scanned exactly;
-//! from it on, a first pass scans compact codes (one bit per dimension: whether the vector is
-//! above the collection's mean there, 48 bytes for 384 dims) against the query's own f32
-//! values, and only its shortlist is rescored exactly on the int8 vectors ([`Coded`]).
+//! error ~1e-3, far below ranking noise), and from format 6 written in a 4-bit form of that
+//! for models where it keeps quality ([`QVec::to_4bit`], [`crate::embed::four_bit_vectors`]).
+//! Below a size threshold they are scanned exactly; from it on, a first pass scans compact
+//! codes (one bit per dimension: whether the vector is above the collection's mean there, 48
+//! bytes for 384 dims) against the query's own f32 values, and only its shortlist is rescored
+//! exactly on the stored vectors ([`Coded`]).
 //! Bundles of formats 1–3 may hold an `instant-distance` HNSW graph instead; it is still
 //! searched, but no longer built (the scan measured better: see ARCHITECTURE.md).
 
@@ -15,8 +17,9 @@ use crate::error::{Error, Result};
 /// Seed of the HNSW level generator: fixed, so the graph is reproducible.
 const HNSW_SEED: u64 = 0x00d0_c10b_e5ee_d001;
 
-/// An int8 vector: `value[i] ≈ data[i] as f32 * scale`. Carries its chunk id so a graph
-/// search result names its chunk without a side table.
+/// An int8 vector: `value[i] ≈ data[i] as f32 * scale` (in the 4-bit form, `data` lies in
+/// −8..=7). Carries its chunk id so a graph search result names its chunk without a side
+/// table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QVec {
     pub chunk: u32,
@@ -813,7 +816,7 @@ mod tests {
     }
 
     #[test]
-    fn the_4bit_form_keeps_cosines_within_a_few_thousandths() {
+    fn the_4bit_form_keeps_cosines_within_two_hundredths() {
         let vectors = unit_vectors(200, 384);
         let mut worst = 0f32;
         for seed in 0..5 {
