@@ -189,17 +189,9 @@ fn a_frozen_v6_bundle_holds_the_v5_vectors_in_4_bits() {
         panic!("the v6 fixture holds compact codes");
     };
     assert_eq!(coded.codes.len(), coded.vectors.len() * 48);
-    let section = |bytes: &[u8]| {
-        let (header, _) = bundle::decode_header(bytes).unwrap();
-        let s = header
-            .sections
-            .iter()
-            .find(|s| s.kind == bundle::SectionKind::Vectors);
-        s.unwrap().len
-    };
     // 14 vectors of 384 dims: about 391 bytes each at int8, 197 at 4 bits (the levels and
     // codes, 3.7 KB, are the same).
-    let (v5_len, v6_len) = (section(V5), section(V6));
+    let (v5_len, v6_len) = (vectors_section(V5).len(), vectors_section(V6).len());
     assert!(v5_len - v6_len >= 14 * 190, "{v5_len} {v6_len}");
     for bytes in [V5, V6] {
         let engine = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
@@ -212,6 +204,46 @@ fn a_frozen_v6_bundle_holds_the_v5_vectors_in_4_bits() {
             .unwrap();
         assert_eq!(r.results[0].document_path, "en/caching.md");
     }
+}
+
+/// `--incremental` over a format-5 bundle embeds nothing: it takes the int8 vectors and
+/// writes them in the 4-bit form, which is what a clean build writes (the v6 fixture was
+/// built clean from the same documents with the same model; `cmp` found the whole files
+/// identical where it was made).
+#[test]
+fn an_incremental_build_over_a_v5_bundle_converts_its_vectors_without_embedding() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v5.bundle");
+    std::fs::write(&out, V5).unwrap();
+    let args = [
+        "--compact-threshold",
+        "1",
+        "--project",
+        "docloupe/fixtures",
+        "--quiet",
+        "--incremental",
+    ];
+    let report = common::build(&common::fixtures(), &out, &args);
+    assert_eq!(report["chunksEmbedded"], 0, "{report}");
+    assert_eq!(report["chunksReused"], 14, "{report}");
+    let bytes = std::fs::read(&out).unwrap();
+    let (built, v6) = (bundle::decode(&bytes).unwrap(), bundle::decode(V6).unwrap());
+    assert_eq!(bytes[8..12], FORMAT_VERSION.to_le_bytes());
+    let vectors =
+        |b: &bundle::Bundle| -> Vec<_> { b.vectors.as_ref().unwrap().vectors().cloned().collect() };
+    assert_eq!(vectors(&built), vectors(&v6));
+    assert_eq!(vectors_section(&bytes), vectors_section(V6));
+}
+
+/// The raw bytes of a bundle's vectors section.
+fn vectors_section(bytes: &[u8]) -> Vec<u8> {
+    let (header, body) = bundle::decode_header(bytes).unwrap();
+    let entry = header
+        .sections
+        .iter()
+        .find(|s| s.kind == bundle::SectionKind::Vectors)
+        .unwrap();
+    bundle::section_bytes(bytes, body, entry).unwrap().to_vec()
 }
 
 /// Every older bundle's chunk metadata survives being written packed and read back: ids,
