@@ -82,9 +82,10 @@ impl WasmEngine {
             .map_err(error_js)
     }
 
-    /// Opens a split bundle from its `core.bin` (`fulltext` only). A search then answers the
-    /// error object with `details.reason == "BundleFilesNeeded"` and `details.files` until
-    /// the host has added those files with `addFile`. Throws the contract's error object.
+    /// Opens a split bundle from its `core.bin`. A search then answers the error object with
+    /// `details.reason == "BundleFilesNeeded"` and `details.files` until the host has added
+    /// those files with `addFile` (semantic and hybrid: every one of `info().vectorFiles`
+    /// too, which hosts fetch with the models). Throws the contract's error object.
     #[wasm_bindgen(js_name = openSplit)]
     pub fn open_split(core: &[u8]) -> Result<WasmEngine, JsValue> {
         Engine::split(core)
@@ -232,8 +233,9 @@ impl WasmEngine {
         })
     }
 
-    /// What is loaded: `{build, kernels, split, documents, chunks, vectors, projectId, embedding, semanticReady,
-    /// rerankerReady}`.
+    /// What is loaded: `{build, kernels, split, documents, chunks, vectors, vectorFiles,
+    /// projectId, embedding, semanticReady, rerankerReady}` (`vectorFiles`: a split bundle's
+    /// `vec-N.bin` files not added yet).
     pub fn info(&self) -> JsValue {
         let h = self.inner.header();
         to_js(&serde_json::json!({
@@ -243,6 +245,7 @@ impl WasmEngine {
             "documents": h.counts.documents,
             "chunks": h.counts.chunks,
             "vectors": h.counts.vectors,
+            "vectorFiles": self.inner.missing_vector_files(),
             "projectId": h.project_id,
             "embedding": h.embedding.as_ref().map(|m| &m.id),
             "semanticReady": self.inner.semantic_ready(),

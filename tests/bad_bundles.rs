@@ -386,4 +386,26 @@ fn overlapping_chunk_runs_and_nonsense_constants_are_corrupt() {
             other => panic!("{starts:?}: {other:?}"),
         }
     }
+    // Vector pieces (split version 9): none for a bundle with vectors, more than the section
+    // has bytes or than the layout allows, or some for a bundle without vectors.
+    let section_len = decoded.header.sections.last().unwrap().len as u32;
+    for pieces in [
+        0,
+        section_len + 1,
+        bundle::split::MAX_VECTOR_PIECES + 1,
+        u32::MAX,
+    ] {
+        match edited(&|c| c.vector_pieces = pieces) {
+            Err(Error::Corrupt(m)) => assert!(m.contains("vector piece"), "{pieces}: {m}"),
+            other => panic!("{pieces}: {other:?}"),
+        }
+    }
+    match edited(&|c| {
+        c.vector_pieces = 1;
+        c.header.sections.pop();
+        c.header.flags.hybrid = false;
+    }) {
+        Err(Error::Corrupt(m)) => assert!(m.contains("vector piece"), "{m}"),
+        other => panic!("{other:?}"),
+    }
 }

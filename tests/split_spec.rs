@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use docloupe::bundle::split::{split, split_with, ShardSizes, CORE_FILE, WHOLE_FILE};
+use docloupe::bundle::split::{split, split_with, ShardSizes, CORE_FILE};
 use docloupe::search::expand::correction_shards;
 use docloupe::{Engine, EngineOptions, Error, ErrorCode, ErrorResponse, SearchRequest};
 
@@ -24,6 +24,7 @@ const TINY: ShardSizes = ShardSizes {
     lexical: 1,
     fragment: 1,
     vocabulary: 1,
+    vectors: 64,
 };
 
 /// The contract's JSON line for `json`, timings zeroed.
@@ -124,7 +125,10 @@ fn a_split_bundle_answers_every_request_byte_for_byte_like_the_whole_one() {
             assert!(n >= 150, "{n} requests");
             let unique: std::collections::BTreeSet<_> = fetched.iter().collect();
             assert_eq!(unique.len(), fetched.len(), "a file was fetched twice");
-            assert!(!fetched.iter().any(|f| f == WHOLE_FILE));
+            assert!(
+                !fetched.iter().any(|f| f.starts_with("vec-")),
+                "fulltext read vectors"
+            );
         }
     }
 }
@@ -346,10 +350,78 @@ fn the_same_bundle_splits_into_the_same_files() {
     );
     let files = split(&bundle, bytes).unwrap();
     assert_eq!(files[0].0, CORE_FILE);
-    assert_eq!(
-        files.last().unwrap(),
-        &(WHOLE_FILE.to_owned(), bytes.to_vec())
-    );
+    // The vectors section, byte for byte, in its pieces; no file holds the whole bundle.
+    let (header, start) = docloupe::bundle::decode_header(bytes).unwrap();
+    let entry = header.sections.last().unwrap();
+    assert_eq!(entry.kind.name(), "vectors");
+    let section = docloupe::bundle::section_bytes(bytes, start, entry).unwrap();
+    let pieces: Vec<&Vec<u8>> = files
+        .iter()
+        .filter(|(n, _)| n.starts_with("vec-"))
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(pieces.len(), 1);
+    assert!(pieces[0].windows(section.len()).any(|w| w == section));
+    assert!(files.iter().all(|(_, b)| b.len() < bytes.len()));
+}
+
+/// Semantic and hybrid search over a split bundle: the first round asks for every vector piece
+/// (with the postings), and every answer equals the whole bundle's, with the model, the
+/// learned second stage and filters, for pieces of every size.
+#[test]
+fn a_split_bundle_with_the_model_answers_hybrid_like_the_whole_one() {
+    let bytes = common::fixture_bundle();
+    let mut whole = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
+    let hybrid: Vec<String> = requests()
+        .into_iter()
+        .filter(|r| !r.contains("\"fulltext\""))
+        .chain(
+            [
+                r#"{"mode": "semantic", "query": "how big can the cache be", "filters": {"sourcePrefix": "en/"}}"#,
+                r#"{"mode": "hybrid", "query": "remove old entries", "rerank": true, "candidateLimit": 5}"#,
+                r#"{"mode": "hybrid", "query": "кэш", "workspacePath": "ru"}"#,
+            ]
+            .map(str::to_owned),
+        )
+        .collect();
+    assert!(hybrid.len() >= 20, "{} requests", hybrid.len());
+    for sizes in [ShardSizes::default(), TINY] {
+        let files = files_of(bytes, sizes);
+        let pieces: Vec<&String> = files.keys().filter(|f| f.starts_with("vec-")).collect();
+        assert!(
+            pieces.len() > usize::from(sizes == TINY) * 10,
+            "{}",
+            pieces.len()
+        );
+        let mut split = Engine::split(&files[CORE_FILE]).unwrap();
+        split.install_embedder(common::embedder()).unwrap();
+        let mut first_round = Vec::new();
+        let r = SearchRequest::from_json(r#"{"mode": "hybrid", "query": "cache size"}"#).unwrap();
+        if let Err(Error::FilesNeeded(names)) = split.search(&r) {
+            first_round = names;
+        }
+        assert!(
+            pieces.iter().all(|p| first_round.contains(p)),
+            "{first_round:?}"
+        );
+        let mut fetched = Vec::new();
+        for (k, json) in hybrid.iter().enumerate() {
+            let expected = answer(&mut whole, json, &files, &mut Vec::new());
+            // Some requests on a fresh engine too, which fetches all it needs itself (loading
+            // the model is most of a fresh engine's cost).
+            if k % 6 == 0 {
+                let mut fresh = Engine::split(&files[CORE_FILE]).unwrap();
+                fresh.install_embedder(common::embedder()).unwrap();
+                let got = answer(&mut fresh, json, &files, &mut Vec::new());
+                assert_eq!(got, expected, "{sizes:?}: {json}");
+            }
+            let got = answer(&mut split, json, &files, &mut fetched);
+            assert_eq!(got, expected, "{sizes:?} (warm): {json}");
+        }
+        let vectors = fetched.iter().filter(|f| f.starts_with("vec-")).count();
+        assert_eq!(vectors, pieces.len(), "each piece is read once");
+        assert!(split.missing_vector_files().is_empty());
+    }
 }
 
 fn collection_unavailable(e: Error) -> String {
@@ -453,4 +525,70 @@ fn a_whole_bundle_engine_takes_no_split_files() {
     let mut engine = Engine::lexical(common::fixture_bundle()).unwrap();
     let e = engine.add_split_file("lex-0.bin", b"x").unwrap_err();
     assert_eq!(e.code(), ErrorCode::InternalError);
+}
+
+/// A vector piece is checked on its own (checksum, bundle, name) and the pieces together
+/// against the section's checksum once the last one is in: a bad set leaves no piece behind,
+/// and the right files, fetched again, answer as the whole bundle does.
+#[test]
+fn bad_vector_pieces_are_refused_and_the_good_ones_still_load() {
+    use sha2::{Digest, Sha256};
+    let bytes = common::fixture_bundle();
+    let files = files_of(bytes, TINY);
+    let other = files_of(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/bundles/v6-coded.bundle"
+        ))
+        .unwrap(),
+        TINY,
+    );
+    let pieces: Vec<&String> = files.keys().filter(|f| f.starts_with("vec-")).collect();
+    let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
+    let good = &files["vec-0.bin"];
+    let attempts = [
+        (
+            "vec-0.bin".to_owned(),
+            good[..good.len() - 1].to_vec(),
+            "ChecksumMismatch",
+        ),
+        (
+            "vec-0.bin".to_owned(),
+            other["vec-0.bin"].clone(),
+            "Corrupt",
+        ),
+        ("vec-1.bin".to_owned(), good.clone(), "Corrupt"),
+        (format!("vec-{}.bin", pieces.len()), good.clone(), "Corrupt"),
+    ];
+    for (name, bytes, reason) in attempts {
+        let e = engine.add_split_file(&name, &bytes).unwrap_err();
+        assert_eq!(collection_unavailable(e), reason, "{name}");
+    }
+    assert_eq!(engine.missing_vector_files().len(), pieces.len());
+
+    // A forged piece that passes its own checks (its last byte of vectors changed, its
+    // checksum recomputed): refused when the set is complete, and no piece is kept.
+    let mut payload = good[32..].to_vec();
+    *payload.last_mut().unwrap() ^= 0x01;
+    let forged = [Sha256::digest(&payload).as_slice(), &payload].concat();
+    engine.add_split_file("vec-0.bin", &forged).unwrap();
+    let outcomes: Vec<Result<(), Error>> = pieces[1..]
+        .iter()
+        .map(|p| engine.add_split_file(p, &files[*p]))
+        .collect();
+    assert!(outcomes[..outcomes.len() - 1].iter().all(Result::is_ok));
+    let e = outcomes.into_iter().last().unwrap().unwrap_err();
+    assert_eq!(collection_unavailable(e), "ChecksumMismatch");
+    assert_eq!(engine.missing_vector_files().len(), pieces.len());
+
+    engine.install_embedder(common::embedder()).unwrap();
+    let json = r#"{"mode": "hybrid", "query": "how big can the cache be", "rerank": true}"#;
+    let mut fetched = Vec::new();
+    let got = answer(&mut engine, json, &files, &mut fetched);
+    let mut whole = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
+    assert_eq!(got, answer(&mut whole, json, &files, &mut Vec::new()));
+    assert_eq!(
+        fetched.iter().filter(|f| f.starts_with("vec-")).count(),
+        pieces.len()
+    );
 }

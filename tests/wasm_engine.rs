@@ -227,6 +227,13 @@ fn a_split_bundle_names_its_files_and_then_answers_like_the_whole_one() {
         .map(|_| ())
         .unwrap_err();
     assert_eq!(value(bad)["details"]["reason"], "ChecksumMismatch");
+    // The first-paint build has no vector search: it names no vector files and takes none.
+    assert_eq!(value(split.info())["vectorFiles"], serde_json::json!([]));
+    let vectors = split
+        .add_file("vec-0.bin", file("vec-0.bin"))
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(value(vectors)["details"]["reason"], "Corrupt");
     let foreign = WasmEngine::open_split(BUNDLE).map(|_| ()).unwrap_err();
     assert_eq!(value(foreign)["details"]["reason"], "NotABundle");
 }

@@ -14,7 +14,8 @@
 // only core.bin is fetched at open. A search the lexical engine cannot finish yet answers
 // `BundleFilesNeeded` with the file names; the host fetches them (in parallel, each once),
 // adds them and asks again, so a query costs its terms' postings and its results' text.
-// The full instance loads the whole bundle.bin with the models.
+// The full instance opens the same core and loads the vector files (`vec-N.bin`, the vectors
+// section in pieces) with the models; its searches then fetch shards the same way.
 //
 // Kernels: the full build runs tract's simd128 kernels ("fast", default); `kernels: "portable"`
 // loads pkg/portable instead, built without simd128, whose answers equal the native engine's
@@ -156,6 +157,7 @@ export class Host {
   #bundle; // the whole bundle's bytes (null until loaded, for a split bundle)
   #split = null; // a split bundle's directory URL
   #core = null; // its core.bin
+  #vectorFiles = null; // its vec-N.bin files, [name, bytes], once the full instance has them
   #fetching = new Map(); // file name → promise of its bytes, while in flight
   #lexical;
   #full;
@@ -258,15 +260,41 @@ export class Host {
     return this.#split ? glue.Engine.openSplit(this.#core) : new glue.Engine(this.#bundle);
   }
 
-  /** The full build over the whole bundle (a split bundle's bundle.bin) with the models. */
+  /**
+   * The full build with the models: over the whole bundle, or over a split bundle's core and
+   * its vector files (fetched beside the models; the names come from the core).
+   */
   async #openFull(models) {
-    const [loaded, whole] = await Promise.all([
-      fetchModels(models, this.#fetch),
-      this.#bundle ?? loadBytes(new URL('bundle.bin', this.#split), 'bundle', this.#fetch),
-    ]);
-    this.#models = loaded;
-    this.#bundle = whole;
-    return Instance.create(this.#full, (g) => new g.Engine(whole), (e) => installModels(e, this.#models, this.#rerankBudgetMs));
+    const modelsLoading = fetchModels(models, this.#fetch);
+    modelsLoading.catch(() => {}); // awaited below; a failure must not go unhandled meanwhile
+    if (!this.#split) {
+      this.#models = await modelsLoading; // the bundle's bytes are in since open()
+      return Instance.create(this.#full, (g) => this.#fullEngine(g), (e) => installModels(e, this.#models, this.#rerankBudgetMs));
+    }
+    this.#core ??= await loadBytes(new URL('core.bin', this.#split), 'bundle', this.#fetch);
+    return Instance.create(
+      this.#full,
+      (g) => g.Engine.openSplit(this.#core),
+      async (engine) => {
+        const names = engine.info().vectorFiles ?? [];
+        const [loaded, pieces] = await Promise.all([
+          modelsLoading,
+          Promise.all(names.map((n) => loadBytes(new URL(n, this.#split), `bundle file ${n}`, this.#fetch))),
+        ]);
+        names.forEach((n, i) => engine.addFile(n, pieces[i])); // throws the contract error object
+        this.#vectorFiles = names.map((n, i) => [n, pieces[i]]);
+        this.#models = loaded;
+        installModels(engine, loaded, this.#rerankBudgetMs);
+      },
+    );
+  }
+
+  /** A full engine over what this host holds: the whole bundle, or the core and vector files. */
+  #fullEngine(g) {
+    if (!this.#split) return new g.Engine(this.#bundle);
+    const engine = g.Engine.openSplit(this.#core);
+    for (const [name, bytes] of this.#vectorFiles ?? []) engine.addFile(name, bytes);
+    return engine;
   }
 
   async #loadModels(models, started) {
@@ -375,7 +403,7 @@ export class Host {
     const full = spent.build === this.#full;
     try {
       const fresh = full
-        ? await Instance.create(spent.build, (g) => new g.Engine(this.#bundle), (e) => installModels(e, this.#models, this.#rerankBudgetMs))
+        ? await Instance.create(spent.build, (g) => this.#fullEngine(g), (e) => installModels(e, this.#models, this.#rerankBudgetMs))
         : await Instance.create(spent.build, (g) => this.#configureLexical(this.#openLexical(g)));
       if (this.#current === spent && !this.#closed) this.#current = fresh;
       else fresh.free();
@@ -410,6 +438,7 @@ export class Host {
     this.#current = null;
     this.#bundle = null;
     this.#core = null;
+    this.#vectorFiles = null;
     this.#models = null;
   }
 }

@@ -42,6 +42,8 @@ fuzz_target!(|data: &[u8]| {
                     let _ = split.add_split_file(name, bytes);
                 }
                 let _ = split.search(&SearchRequest::new("cache").mode(Mode::Fulltext));
+                let hybrid = SearchRequest::new("cache").mode(Mode::Hybrid);
+                let _ = split.search_with_query_vector(&hybrid, vector.clone());
             }
         }
     }

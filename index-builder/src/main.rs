@@ -87,8 +87,8 @@ enum Command {
         csp: String,
     },
     /// Cut a bundle into the split layout a browser loads piece by piece (core.bin, lexical
-    /// and fragment shards, the whole bundle for semantic search) in directory OUT, replaced
-    /// as a whole.
+    /// and fragment shards, the vectors in pieces for semantic search) in directory OUT,
+    /// replaced as a whole.
     Split {
         /// The bundle file.
         bundle: PathBuf,
@@ -104,6 +104,9 @@ enum Command {
         /// Terms per vocabulary shard, on average.
         #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().vocabulary, hide = true)]
         vocabulary_shard_terms: usize,
+        /// Bytes of the vectors section per vec-N.bin file.
+        #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().vectors, hide = true)]
+        vector_piece_bytes: usize,
     },
 }
 
@@ -227,6 +230,7 @@ fn main() -> ExitCode {
             lexical_shard_bytes,
             fragment_shard_bytes,
             vocabulary_shard_terms,
+            vector_piece_bytes,
         } => split(
             &bundle,
             &out,
@@ -234,6 +238,7 @@ fn main() -> ExitCode {
                 lexical: lexical_shard_bytes,
                 fragment: fragment_shard_bytes,
                 vocabulary: vocabulary_shard_terms,
+                vectors: vector_piece_bytes,
             },
         ),
     };
@@ -508,6 +513,7 @@ fn split(
         "fragments": summary(size("frag-")),
         "documentsBytes": size("docs.bin").first(),
         "vocabulary": summary(size("voc-")),
+        "vectors": summary(size("vec-")),
         "bundleBytes": bytes.len(),
     });
     print_line(&serde_json::to_string_pretty(&report)?)?;

@@ -12,8 +12,13 @@
 //! docs.bin      every document's metadata (read only by requests with filters)
 //! voc-N.bin     the terms filed under correction keys that hash to N, each with its document
 //!               frequency and the word suggestions write for it (read only for misspellings)
-//! bundle.bin    the whole bundle, unchanged (semantic and hybrid search load it)
+//! vec-N.bin     piece N of the bundle's vectors section, byte for byte (semantic and hybrid
+//!               search read every piece; fulltext never does)
 //! ```
+//!
+//! No file holds the whole bundle: every file stays far below a static host's per-file limit
+//! (Cloudflare's 25 MiB), and the browser's hybrid mode downloads the vectors and the shards
+//! its queries read instead of the text of every page.
 //!
 //! Every shard file is `sha256(payload)` followed by `postcard(ShardFile)`, which names the
 //! bundle (`bundle_id`, the whole bundle's sha256) and the shard, so a
@@ -26,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::format::{check_prefix, decode_exact, to_bytes};
-use super::model::{Bundle, ChunkMeta, Document, Header};
+use super::model::{Bundle, ChunkMeta, Document, Header, SectionKind};
 use super::packed::{budget_for, pack, unpack, PackedChunk};
 use crate::error::{Error, Result};
 use crate::index::lexical;
@@ -37,10 +42,13 @@ pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// rather than read in an older layout. 3: lexical shards' term counts in the core. 5: each
 /// term's surface form in `vocab.bin`. 6: the vocabulary in `voc-N.bin` shards by correction
 /// key. 7: fragments' chunk metadata packed as in format 5's `docs` section. 8: the fragments'
-/// first documents as differences.
-pub const SPLIT_VERSION: u32 = 8;
+/// first documents as differences. 9: the vectors section in `vec-N.bin` pieces instead of the
+/// whole bundle in `bundle.bin`.
+pub const SPLIT_VERSION: u32 = 9;
 pub const CORE_FILE: &str = "core.bin";
-pub const WHOLE_FILE: &str = "bundle.bin";
+
+/// Most pieces a split's vectors section is cut into (and a core may claim).
+pub const MAX_VECTOR_PIECES: u32 = 4096;
 
 /// How big shards grow: a shard closes once its content reaches this many encoded bytes (one
 /// term's postings or one document may exceed it alone).
@@ -54,6 +62,8 @@ pub struct ShardSizes {
     /// shards) costs the ten misspelt queries of `tests/bench/web/misspelt.txt` a median 1.3 KB
     /// more, cold, than 24 a shard did, and halves the vocabulary's file count.
     pub vocabulary: usize,
+    /// Bytes of the vectors section per `vec-N.bin` piece (the last one holds the rest).
+    pub vectors: usize,
 }
 
 /// Most vocabulary shards a split has (and a core may claim).
@@ -91,6 +101,9 @@ impl Default for ShardSizes {
             lexical: 8 * 1024,
             fragment: 6 * 1024,
             vocabulary: 48,
+            // cpp-docs' 29.6 MB of vectors in 8 files a browser fetches in parallel, each far
+            // below a static host's 25 MiB per file.
+            vectors: 4 * 1024 * 1024,
         }
     }
 }
@@ -99,7 +112,7 @@ impl Default for ShardSizes {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Core {
     pub bundle_id: [u8; 32],
-    /// Size of the whole bundle (`bundle.bin`).
+    /// Size of the whole bundle the files were cut from.
     pub bundle_bytes: u64,
     pub header: Header,
     /// BM25's average chunk length, as [`lexical::average_length`] computes it.
@@ -122,6 +135,9 @@ pub struct Core {
     pub frag_shards: Vec<u32>,
     /// Number of vocabulary shards (`voc-N.bin`, N below it).
     pub vocab_shards: u32,
+    /// Number of pieces of the vectors section (`vec-N.bin`, N below it; 0: no vectors). The
+    /// header's section table gives their total length and checksum.
+    pub vector_pieces: u32,
 }
 
 /// An increasing list written as its first value and the steps between values. Reading
@@ -156,6 +172,7 @@ pub enum ShardId {
     Fragment(u32),
     Documents,
     Vocabulary(u32),
+    Vectors(u32),
 }
 
 impl ShardId {
@@ -165,6 +182,7 @@ impl ShardId {
             ShardId::Fragment(i) => format!("frag-{i}.bin"),
             ShardId::Documents => "docs.bin".into(),
             ShardId::Vocabulary(i) => format!("voc-{i}.bin"),
+            ShardId::Vectors(i) => format!("vec-{i}.bin"),
         }
     }
 
@@ -180,7 +198,8 @@ impl ShardId {
             _ => numbered("lex-")
                 .map(ShardId::Lexical)
                 .or_else(|| numbered("frag-").map(ShardId::Fragment))
-                .or_else(|| numbered("voc-").map(ShardId::Vocabulary)),
+                .or_else(|| numbered("voc-").map(ShardId::Vocabulary))
+                .or_else(|| numbered("vec-").map(ShardId::Vectors)),
         }
     }
 }
@@ -295,7 +314,7 @@ fn shard_file<T: Serialize>(bundle_id: [u8; 32], shard: ShardId, body: T) -> Res
 }
 
 /// Cuts a bundle (decoded from `bytes`) into its split files, `(file name, bytes)` in a fixed
-/// order, `core.bin` first and `bundle.bin` last.
+/// order, `core.bin` first.
 pub fn split(bundle: &Bundle, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
     split_with(bundle, bytes, ShardSizes::default())
 }
@@ -430,6 +449,25 @@ pub fn split_with(
             (t, m)
         })
         .collect();
+    // The vectors section as the bundle holds it, in pieces: a host that has them all decodes
+    // and validates exactly what the whole bundle would.
+    let (header, body_start) = super::format::decode_header(bytes)?;
+    let mut vector_pieces = 0u32;
+    if let Some(entry) = vectors_entry(&header) {
+        let section = super::format::section_bytes(bytes, body_start, entry)?;
+        for piece in section.chunks(sizes.vectors.max(1)) {
+            let shard = ShardId::Vectors(vector_pieces);
+            add(shard, shard_file(bundle_id, shard, piece)?);
+            vector_pieces += 1;
+        }
+        if vector_pieces > MAX_VECTOR_PIECES {
+            return Err(Error::Encode(format!(
+                "the vectors section would take {vector_pieces} files, more than \
+                 {MAX_VECTOR_PIECES}: cut larger pieces"
+            )));
+        }
+    }
+
     let core = Core {
         bundle_id,
         bundle_bytes: bytes.len() as u64,
@@ -443,6 +481,7 @@ pub fn split_with(
         lex_shard_terms,
         frag_shards,
         vocab_shards,
+        vector_pieces,
     };
     let payload = to_bytes(&core, "core")?;
     let mut core_file = SPLIT_MAGIC.to_vec();
@@ -450,8 +489,15 @@ pub fn split_with(
     core_file.extend_from_slice(&Sha256::digest(&payload));
     core_file.extend_from_slice(&payload);
     files.insert(0, (CORE_FILE.into(), core_file));
-    files.push((WHOLE_FILE.into(), bytes.to_vec()));
     Ok(files)
+}
+
+/// The header's entry for the vectors section, if the bundle has one.
+fn vectors_entry(header: &Header) -> Option<&super::model::SectionEntry> {
+    header
+        .sections
+        .iter()
+        .find(|e| e.kind == SectionKind::Vectors)
 }
 
 /// `YYYY-MM` of a document's date, the facet key.
@@ -474,6 +520,12 @@ pub struct SplitBundle {
     fragments: Vec<Option<FragShard>>,
     documents: Option<Vec<Document>>,
     vocabulary: Vec<Option<Vocabulary>>,
+    /// Pieces of the vectors section added so far (dropped once all are in and decoded).
+    #[cfg(feature = "vectors")]
+    vector_pieces: Vec<Option<Vec<u8>>>,
+    /// The decoded vectors, once every piece is in, and each chunk's position among them.
+    #[cfg(feature = "vectors")]
+    vectors: Option<Box<(crate::index::vector::VectorIndex, Vec<u32>)>>,
 }
 
 impl SplitBundle {
@@ -533,10 +585,25 @@ impl SplitBundle {
         if !(1..=MAX_VOCAB_SHARDS).contains(&core.vocab_shards) {
             return corrupt("the vocabulary shard count is out of range");
         }
+        let vectors_len = vectors_entry(&core.header).map(|e| e.len);
+        let pieces_fit = match vectors_len {
+            None => core.vector_pieces == 0,
+            Some(len) => {
+                (1..=MAX_VECTOR_PIECES).contains(&core.vector_pieces)
+                    && u64::from(core.vector_pieces) <= len.max(1)
+            }
+        };
+        if !pieces_fit || core.header.flags.hybrid != vectors_len.is_some() {
+            return corrupt("the vector piece count disagrees with the header");
+        }
         let lexical = (0..core.lex_shards.len()).map(|_| None).collect();
         let fragments = (0..core.frag_shards.len()).map(|_| None).collect();
         Ok(SplitBundle {
             vocabulary: (0..core.vocab_shards).map(|_| None).collect(),
+            #[cfg(feature = "vectors")]
+            vector_pieces: (0..core.vector_pieces).map(|_| None).collect(),
+            #[cfg(feature = "vectors")]
+            vectors: None,
             core,
             first_chunk,
             lexical,
@@ -608,8 +675,76 @@ impl SplitBundle {
                 }
                 self.vocabulary[i as usize] = Some(body);
             }
+            #[cfg(feature = "vectors")]
+            ShardId::Vectors(i) => self.add_vector_piece(i, bytes)?,
+            // The first-paint build has no vector search: its hosts never fetch vectors.
+            #[cfg(not(feature = "vectors"))]
+            ShardId::Vectors(_) => return Err(self.corrupt(shard, "is not read by this build")),
         }
         Ok(())
+    }
+
+    /// Installs piece `i` of the vectors section; the last one to arrive decodes them all,
+    /// with the whole bundle's checks (the section's checksum, the graph's bounds, one vector
+    /// per chunk of the model's width).
+    #[cfg(feature = "vectors")]
+    fn add_vector_piece(&mut self, i: u32, bytes: &[u8]) -> Result<()> {
+        let shard = ShardId::Vectors(i);
+        let entry = vectors_entry(&self.core.header).cloned();
+        let (Some(entry), Some(slot)) = (entry, self.vector_pieces.get(i as usize)) else {
+            return Err(self.corrupt(shard, "is not a file of this split"));
+        };
+        if slot.is_some() || self.vectors.is_some() {
+            return Ok(());
+        }
+        let body: Vec<u8> = self.open_shard(shard, bytes)?;
+        let held: usize = self.vector_pieces.iter().flatten().map(Vec::len).sum();
+        if (held + body.len()) as u64 > entry.len {
+            return Err(self.corrupt(shard, "the pieces outgrow the vectors section"));
+        }
+        self.vector_pieces[i as usize] = Some(body);
+        if self.vector_pieces.iter().any(Option::is_none) {
+            return Ok(());
+        }
+        // Whatever the outcome, the pieces are not kept: a bad set is fetched again.
+        let mut section = Vec::with_capacity(entry.len as usize);
+        for piece in self.vector_pieces.iter_mut() {
+            section.extend_from_slice(&piece.take().unwrap_or_default());
+        }
+        super::format::verify_section(&section, &entry)?;
+        use crate::index::vector::{validate_graph_bytes, VectorIndex};
+        validate_graph_bytes(&section)?;
+        let vectors: VectorIndex = decode_exact(&section, "vectors")?;
+        let dims = self.core.header.embedding.as_ref().map_or(0, |m| m.dims);
+        vectors.validate(self.n_chunks(), dims as usize)?;
+        let positions = vectors.positions(self.n_chunks());
+        self.vectors = Some(Box::new((vectors, positions)));
+        Ok(())
+    }
+
+    /// The vectors and each chunk's position among them (`u32::MAX`: none), or the pieces
+    /// still missing.
+    #[cfg(feature = "vectors")]
+    #[allow(clippy::type_complexity)]
+    pub fn vectors(
+        &self,
+    ) -> std::result::Result<(&crate::index::vector::VectorIndex, &[u32]), Vec<ShardId>> {
+        match self.vectors.as_deref() {
+            Some((v, positions)) => Ok((v, positions)),
+            None => Err(self.vector_files()),
+        }
+    }
+
+    /// The `vec-N.bin` pieces not added yet (none once the vectors are decoded).
+    #[cfg(feature = "vectors")]
+    pub fn vector_files(&self) -> Vec<ShardId> {
+        if self.vectors.is_some() {
+            return Vec::new();
+        }
+        (0..self.vector_pieces.len() as u32)
+            .filter(|&i| self.vector_pieces[i as usize].is_none())
+            .map(ShardId::Vectors)
+            .collect()
     }
 
     fn corrupt(&self, shard: ShardId, m: &str) -> Error {

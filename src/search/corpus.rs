@@ -118,13 +118,24 @@ impl<'a> Corpus<'a> {
         self.data.whole()
     }
 
+    /// The vectors; of a split bundle, once all its `vec-N.bin` pieces are in (a read before
+    /// that records the missing pieces, as any other read of a piece not loaded yet).
     pub fn vectors(&self) -> Option<&'a VectorIndex> {
         // A build without models never embeds a query (and never decodes vectors): saying so
         // here lets the compiler drop vector search from the lexical wasm build.
-        if cfg!(not(feature = "vectors")) {
-            return None;
+        #[cfg(not(feature = "vectors"))]
+        return None;
+        #[cfg(feature = "vectors")]
+        match self.data {
+            Data::Whole(b) => b.vectors.as_ref(),
+            Data::Split(s) => match s.vectors() {
+                Ok((v, _)) => Some(v),
+                Err(missing) => {
+                    missing.into_iter().for_each(|m| self.need(m));
+                    None
+                }
+            },
         }
-        self.whole().and_then(|b| b.vectors.as_ref())
     }
 
     pub fn n_chunks(&self) -> usize {

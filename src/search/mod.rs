@@ -161,9 +161,10 @@ impl Engine {
         Ok(Engine::assemble(Data::Whole(bundle)))
     }
 
-    /// Opens a split bundle from its `core.bin`: `fulltext` only. Searches name the files
-    /// they need ([`Error::FilesNeeded`]) until the host adds them with
-    /// [`Engine::add_split_file`]; [`Engine::search_fetching`] runs that loop.
+    /// Opens a split bundle from its `core.bin`. Searches name the files they need
+    /// ([`Error::FilesNeeded`]) until the host adds them with [`Engine::add_split_file`];
+    /// [`Engine::search_fetching`] runs that loop. Semantic and hybrid search need the
+    /// embedding model installed and every `vec-N.bin` ([`Engine::missing_vector_files`]).
     pub fn split(core: &[u8]) -> Result<Engine> {
         Ok(Engine::assemble(Data::Split(SplitBundle::open(core)?)))
     }
@@ -256,12 +257,9 @@ impl Engine {
     #[cfg(feature = "models")]
     pub fn install_embedder(&mut self, embedder: Embedder) -> Result<()> {
         match &self.data {
-            Data::Split(_) => {
-                return Err(Error::Model(
-                    "a split bundle answers fulltext; semantic search loads the whole bundle"
-                        .into(),
-                ))
-            }
+            // A split bundle reads its vectors from its `vec-N.bin` files, fetched like any
+            // other of its files.
+            Data::Split(_) => {}
             Data::Whole(b) if b.vectors.is_none() && b.header.flags.hybrid => {
                 return Err(Error::Model(
                     "the bundle was decoded without its vectors (fulltext only); decode it \
@@ -333,6 +331,25 @@ impl Engine {
     /// The decoded bundle, when the engine holds a whole one.
     pub fn bundle(&self) -> Option<&Bundle> {
         self.data.whole()
+    }
+
+    /// Storage position of each chunk's vector (empty until a split bundle's vectors are in).
+    fn positions(&self) -> &[u32] {
+        #[cfg(feature = "vectors")]
+        if let Data::Split(s) = &self.data {
+            return s.vectors().map_or(&[], |(_, p)| p);
+        }
+        &self.positions
+    }
+
+    /// The `vec-N.bin` files of a split bundle not added yet: semantic and hybrid search need
+    /// them all (hosts fetch them with the models rather than on the first such query).
+    pub fn missing_vector_files(&self) -> Vec<String> {
+        #[cfg(feature = "vectors")]
+        if let Data::Split(s) = &self.data {
+            return s.vector_files().iter().map(|f| f.file_name()).collect();
+        }
+        Vec::new()
     }
 
     /// The bundle has vectors (semantic and hybrid search are possible with its model).
@@ -440,10 +457,14 @@ impl Engine {
         let expanded = expand::expand(&corpus, &plan.query, &tokens);
         // What highlights mark: the words matched, stand-ins included.
         let matched: Vec<String> = expanded.iter().map(|t| t.term.clone()).collect();
+        if query_vector.is_some() {
+            // A split bundle's vector pieces come in the first round, with the postings.
+            corpus.vectors();
+        }
         corpus.checkpoint()?;
         let retriever = retrieve::Retriever {
             corpus: &corpus,
-            positions: &self.positions,
+            positions: self.positions(),
             mask: &mask,
         };
         // The pool depends on the page size, never on the page (`offset`): every page of a

@@ -114,8 +114,33 @@ test('a split bundle in a Worker: open reads core.bin, a query reads a few small
   assert.ok(out.count >= 100);
   const files = server.stats().list.map((f) => f.url).filter((u) => u.startsWith('/split/'));
   assert.ok(files.includes('/split/core.bin'));
-  assert.ok(!files.includes('/split/bundle.bin'), 'the whole bundle is not fetched for fulltext');
+  assert.ok(!files.some((f) => /\/vec-\d+\.bin$/.test(f)), 'fulltext reads no vectors');
   assert.equal(new Set(files).size, files.length, `a file was fetched twice: ${files}`);
+  await page.context().close();
+});
+
+test('a split bundle with the models in a Worker: the vector files load with them, every parity request as native', async () => {
+  page = await freshPage();
+  server.reset();
+  const out = await page.evaluate(async (models) => {
+    const { Docloupe } = await import('/www/docloupe.js');
+    const engine = await Docloupe.open({ bundle: '/split/', models, rerankBudgetMs: 3_600_000 });
+    const ready = await engine.ready;
+    const requests = (await (await fetch('/requests.jsonl')).text()).split('\n').filter((l) => l.trim());
+    const answers = [];
+    for (const line of requests) answers.push(await engine.search(JSON.parse(line)));
+    engine.close();
+    return { ready, answers };
+  }, MODELS);
+  assert.equal(out.ready.phase, 'ready', JSON.stringify(out.ready.error));
+  assert.equal(out.ready.split, true);
+  const native = fs.readFileSync(env('DOCLOUPE_NATIVE'), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  const report = compareResponses(out.answers, native);
+  assert.deepEqual(report.different.map((d) => `#${d.i} at ${d.where}`), []);
+  const vectors = fs.readdirSync(path.join(site, 'split')).filter((f) => f.startsWith('vec-')).map((f) => `/split/${f}`);
+  const fetched = server.stats().list.map((f) => f.url).filter((u) => vectors.includes(u));
+  assert.ok(vectors.length > 0);
+  assert.deepEqual([...fetched].sort(), [...vectors].sort(), 'each vector file is fetched once');
   await page.context().close();
 });
 

@@ -165,17 +165,43 @@ test('a split bundle answers every request exactly as the whole bundle, fetching
   engine.close();
 });
 
-test('a split bundle loads bundle.bin with the models; a missing or corrupt file is a contract error', async () => {
+test('a split bundle loads its vector files with the models and answers as the whole bundle; a missing or corrupt file is a contract error', async () => {
   const dir = env('DOCLOUPE_SPLIT');
+  const names = fs.readdirSync(dir);
+  assert.ok(!names.includes('bundle.bin'), 'no file holds the whole bundle');
+  assert.ok(names.some((f) => f.startsWith('vec-')), names.join(' '));
   const engine = await Docloupe.open({ bundle: pathToFileURL(dir + '/'), models });
   const ready = await engine.ready;
   assert.equal(ready.phase, 'ready', JSON.stringify(ready.error));
-  assert.equal(ready.split, false); // the full instance holds the whole bundle
+  assert.equal(ready.split, true); // the full instance reads the split files too
+  const whole = await Docloupe.open({ bundle: fs.readFileSync(bundlePath), models });
+  await whole.ready;
+  const strip = (r) => JSON.stringify({ ...r, timings: undefined });
+  for (const r of [
+    { query: 'how big can the cache be' },
+    { query: 'how big can the cache be', rerank: false },
+    { query: 'remove old entries', mode: 'semantic', filters: { sourcePrefix: 'en/' } },
+    { query: 'кэш', workspacePath: 'ru' },
+  ]) {
+    assert.equal(strip(await engine.search(r)), strip(await whole.search(r)), JSON.stringify(r));
+  }
   assert.ok((await engine.search({ query: 'how big can the cache be' })).results.every((r) => r.rankingSignals.rerank > 0));
   engine.close();
+  whole.close();
 
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'docloupe-split-'));
   for (const f of fs.readdirSync(dir)) fs.copyFileSync(path.join(dir, f), path.join(copy, f));
+  // A corrupt vector file: the models stage fails with the reason, fulltext keeps answering.
+  const vec = path.join(copy, 'vec-0.bin');
+  const good = fs.readFileSync(vec);
+  fs.writeFileSync(vec, Buffer.concat([good.subarray(0, good.length - 1), Buffer.from([good[good.length - 1] ^ 1])]));
+  const badVectors = await Docloupe.open({ bundle: pathToFileURL(copy + '/'), models });
+  const failed = await badVectors.ready.catch((e) => e);
+  assert.equal(badVectors.status().phase, 'failed', JSON.stringify(failed));
+  assert.equal(badVectors.status().error.details?.reason, 'ChecksumMismatch', JSON.stringify(badVectors.status().error));
+  assert.equal((await badVectors.search({ query: 'cache', mode: 'fulltext' })).results[0].documentPath, 'en/caching.md');
+  badVectors.close();
+  fs.writeFileSync(vec, good);
   const lex = fs.readdirSync(copy).filter((f) => f.startsWith('lex-'));
   for (const f of lex) fs.rmSync(path.join(copy, f));
   const frag = fs.readdirSync(copy).filter((f) => f.startsWith('frag-'));

@@ -3,6 +3,7 @@
 // hybrid+rerank latency, on the simd128 and on the portable kernels. Latency is taken in the
 // page around `await engine.search()` (worker round trip included); the engine's own
 // `timings` come along.
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { startServer } from '../../../www/serve.mjs';
@@ -64,7 +65,8 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     // after a rebuild the full wasm alone takes ~40 s, which would land in the first visit
     // that loads it. Compress the big files before any visit, as a deployment would.
     // (node:http, not fetch: brotli 11 on a 127 MB bundle outlasts fetch's 5-minute header timeout.)
-    for (const url of [bundle, '/split/bundle.bin', ...['lexical', 'full', 'portable'].map((k) => `/www/pkg/${k}/docloupe_bg.wasm`)]) {
+    const vectorFiles = fs.readdirSync(splitDir).filter((f) => f.startsWith('vec-')).map((f) => `/split/${f}`);
+    for (const url of [bundle, ...vectorFiles, ...['lexical', 'full', 'portable'].map((k) => `/www/pkg/${k}/docloupe_bg.wasm`)]) {
       await new Promise((resolve, reject) => {
         http
           .get(server.url + url, { headers: { 'accept-encoding': 'br' } }, (res) => res.resume().on('end', resolve).on('error', reject))
@@ -127,15 +129,26 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
       return { thread: opened.thread, ...fulltextPart, perQuery: { fulltext } };
     }
 
-    // 3. With the models: fulltext first, the models and bundle.bin in the background, then hybrid.
+    // 3. With the models: fulltext first, the models and the vector files in the background, then hybrid.
     const b = await visit();
     await b.call('benchOpen', { bundle: '/split/', models, worker: true }, 'open with models');
     const early = await b.call('benchSearch', { query: queries[0] }, 'hybrid while loading');
     const ready = await b.call('benchReady', null, 'models');
     const withModels = server.stats();
     if (ready.phase !== 'ready') throw new Error(`models failed: ${JSON.stringify(ready.error)}`);
+    // Each hybrid query once with the vectors in but its own shards not yet (what a query
+    // costs in bytes once the models are in), then all of them again warm.
+    const hybridCold = [];
+    for (const query of queries) {
+      server.reset();
+      const r = await b.call('benchSearch', { query, mode: 'hybrid', rerank: false }, query);
+      const s = server.stats();
+      hybridCold.push({ ms: r.ms, bytes: s.bytes, requests: s.requests });
+    }
     for (const query of queries.slice(0, 3)) await b.call('benchSearch', { query, rerank: true, candidateLimit: 20 }, 'warm-up');
+    server.reset();
     const hybrid = await run(b.call, { mode: 'hybrid', rerank: false });
+    const hybridWarmBytes = server.stats().bytes;
     const reranked = await run(b.call, { mode: 'hybrid', rerank: true, candidateLimit: 20 });
     await b.context.close();
 
@@ -174,6 +187,15 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
         modelsMs: ready.modelsMs,
         bytes: withModels.bytes,
         requests: withModels.requests,
+        vectorBytes: withModels.list.filter((r) => /\/vec-\d+\.bin$/.test(r.url)).reduce((n, r) => n + r.bytes, 0),
+        vectorFiles: withModels.list.filter((r) => /\/vec-\d+\.bin$/.test(r.url)).length,
+      },
+      hybridBytes: {
+        medianCold: median(hybridCold.map((q) => q.bytes)),
+        p95Cold: percentile(hybridCold.map((q) => q.bytes), 95),
+        medianRequests: median(hybridCold.map((q) => q.requests)),
+        warm: hybridWarmBytes,
+        ...summary(hybridCold.map((q) => q.ms)),
       },
       hybrid: { ...summary(hybrid.map((r) => r.ms)), engine: summary(hybrid.map((r) => r.timings.totalMs)), embed: summary(hybrid.map((r) => r.timings.embedMs)) },
       reranked: { ...summary(reranked.map((r) => r.ms)), engine: summary(reranked.map((r) => r.timings.totalMs)), rerank: summary(reranked.map((r) => r.timings.rerankMs)), fallbacks: reranked.filter((r) => r.fallbackApplied).map((r) => r.degradedReason) },
