@@ -706,8 +706,10 @@ impl SplitBundle {
         if self.vector_pieces.iter().any(Option::is_none) {
             return Ok(());
         }
-        // Whatever the outcome, the pieces are not kept: a bad set is fetched again.
-        let mut section = Vec::with_capacity(entry.len as usize);
+        // Whatever the outcome, the pieces are not kept: a bad set is fetched again. (Sized
+        // by what arrived, never by the core's claim.)
+        let mut section =
+            Vec::with_capacity(held + self.vector_pieces[i as usize].as_ref().map_or(0, Vec::len));
         for piece in self.vector_pieces.iter_mut() {
             section.extend_from_slice(&piece.take().unwrap_or_default());
         }
