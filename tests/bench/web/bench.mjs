@@ -129,10 +129,7 @@ const t = ours.typo;
 console.log(`  a misspelt first query, cold ("${t.query}"): ${kb(t.bytes)} in ${t.requests} requests, ${t.rounds} data round(s) after core.bin, at ${ms(t.firstResultMs)} since navigation; ${t.hits} results, top: ${t.top.join(', ')}`);
 for (const r of t.list) console.log(`    ${r.url.padEnd(40)} ${kb(r.bytes).padStart(12)}`);
 if (fulltextOnly) {
-  console.log(`    of which the vectors: ${mb(ours.models.vectorBytes)} in ${ours.models.vectorFiles} vec-N.bin files (no file holds the whole bundle)`);
-const hb = ours.hybridBytes;
-console.log(`  each hybrid query once the models are in, its shards cold: median ${kb(hb.medianCold)} (p95 ${kb(hb.p95Cold)}) in ${hb.medianRequests} requests, p50 ${ms(hb.medianMs)}, p95 ${ms(hb.p95Ms)}; the ${queries.length} again, warm: ${hb.warm} bytes`);
-console.log('  mode                    p50 (page)  p95 (page)  p50 engine  p95 engine');
+  console.log('  mode                    p50 (page)  p95 (page)  p50 engine  p95 engine');
   const r = ours.fulltext;
   console.log(`  ${'fulltext (warm)'.padEnd(22)} ${ms(r.medianMs).padStart(11)} ${ms(r.p95Ms).padStart(11)} ${ms(r.engine.medianMs).padStart(11)} ${ms(r.engine.p95Ms).padStart(11)}`);
   console.log(`\n${pf.engine} on the same pages as HTML (index ${mb(pf.indexBytes)} in ${pf.indexFiles} files):`);

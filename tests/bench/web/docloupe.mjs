@@ -143,6 +143,7 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     const early = await b.call('benchSearch', { query: queries[0] }, 'hybrid while loading');
     const ready = await b.call('benchReady', null, 'models');
     const withModels = server.stats();
+    const vectorRequests = withModels.list.filter((r) => /\/vec-\d+\.bin$/.test(r.url));
     if (ready.phase !== 'ready') throw new Error(`models failed: ${JSON.stringify(ready.error)}`);
     // Each hybrid query once with the vectors in but its own shards not yet (what a query
     // costs in bytes once the models are in), then all of them again warm.
@@ -195,8 +196,8 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
         modelsMs: ready.modelsMs,
         bytes: withModels.bytes,
         requests: withModels.requests,
-        vectorBytes: withModels.list.filter((r) => /\/vec-\d+\.bin$/.test(r.url)).reduce((n, r) => n + r.bytes, 0),
-        vectorFiles: withModels.list.filter((r) => /\/vec-\d+\.bin$/.test(r.url)).length,
+        vectorBytes: vectorRequests.reduce((n, r) => n + r.bytes, 0),
+        vectorFiles: vectorRequests.length,
       },
       hybridBytes: {
         medianCold: median(hybridCold.map((q) => q.bytes)),
