@@ -20,6 +20,13 @@ fn files_of(bytes: &[u8], sizes: ShardSizes) -> Files {
         .collect()
 }
 
+/// The split files, in tiny shards, of a frozen bundle from `tests/fixtures/bundles` (another
+/// bundle than the fixture's: its files must be refused as foreign).
+fn frozen_files(name: &str) -> Files {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bundles");
+    files_of(&std::fs::read(path.join(name)).unwrap(), TINY)
+}
+
 const TINY: ShardSizes = ShardSizes {
     lexical: 1,
     fragment: 1,
@@ -470,14 +477,7 @@ fn a_bad_core_is_refused_with_a_typed_error() {
 fn bad_shards_are_refused_and_leave_the_engine_working() {
     let bytes = common::fixture_bundle();
     let files = files_of(bytes, TINY);
-    let other = files_of(
-        &std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/bundles/v1-fulltext.bundle"
-        ))
-        .unwrap(),
-        TINY,
-    );
+    let other = frozen_files("v1-fulltext.bundle");
     let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
     let shard = "lex-0.bin";
     let good = &files[shard];
@@ -535,14 +535,7 @@ fn bad_vector_pieces_are_refused_and_the_good_ones_still_load() {
     use sha2::{Digest, Sha256};
     let bytes = common::fixture_bundle();
     let files = files_of(bytes, TINY);
-    let other = files_of(
-        &std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/bundles/v6-coded.bundle"
-        ))
-        .unwrap(),
-        TINY,
-    );
+    let other = frozen_files("v6-coded.bundle");
     let pieces: Vec<&String> = files.keys().filter(|f| f.starts_with("vec-")).collect();
     let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
     let good = &files["vec-0.bin"];
