@@ -7,6 +7,7 @@
 mod common;
 mod formats;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -758,4 +759,66 @@ fn an_incremental_build_with_compact_codes_equals_a_clean_build_too() {
         std::fs::read(&first).unwrap(),
         std::fs::read(&clean).unwrap()
     );
+}
+
+#[test]
+fn identical_sections_are_embedded_once_and_share_their_vector() {
+    // Versioned documentation repeats pages word for word under other paths: each distinct
+    // text runs through the model once, and every copy gets the very same vector.
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let page = b"# Archive\n\nThe archive rotates every night.\n\n## Restore\n\nCopy a day back from cold storage.\n";
+    write(&docs, "5.1/archive.md", page);
+    write(&docs, "7.4/archive.md", page);
+    // Same body under another title: another breadcrumb, so another text.
+    write(
+        &docs,
+        "7.5/archive.md",
+        b"# Archives\n\nThe archive rotates every night.\n\n## Restore\n\nCopy a day back from cold storage.\n",
+    );
+    let model = common::model_dir();
+    let out = tmp.path().join("v.bundle");
+    let r = build(&docs, &out, &["--model", model.to_str().unwrap()]).unwrap();
+    let written = r["chunksWritten"].as_u64().unwrap();
+    let per_page = written / 3;
+    assert_eq!(written, 3 * per_page, "{r:#}");
+    assert_eq!(r["chunksEmbedded"].as_u64().unwrap(), 2 * per_page, "{r:#}");
+    assert_eq!(r["chunksShared"].as_u64().unwrap(), per_page, "{r:#}");
+    assert_eq!(r["chunksReused"], 0, "{r:#}");
+
+    let e = engine(&out);
+    let b = e.bundle().unwrap();
+    let chunks_of = |path: &str| -> Vec<u32> {
+        let d = b.docs.documents.iter().find(|d| d.path == path).unwrap();
+        (d.first_chunk..d.first_chunk + d.chunk_count).collect()
+    };
+    let vectors = b.vectors.as_ref().expect("an embedding build has vectors");
+    let by_chunk: HashMap<u32, &docloupe::index::vector::QVec> =
+        vectors.vectors().map(|q| (q.chunk, q)).collect();
+    for (a, c) in chunks_of("5.1/archive.md")
+        .into_iter()
+        .zip(chunks_of("7.4/archive.md"))
+    {
+        assert_eq!(by_chunk[&a].data, by_chunk[&c].data);
+        assert_eq!(by_chunk[&a].scale, by_chunk[&c].scale);
+    }
+    // The retitled copy was embedded on its own.
+    let (a, c) = (
+        chunks_of("5.1/archive.md")[0],
+        chunks_of("7.5/archive.md")[0],
+    );
+    assert_ne!(by_chunk[&a].data, by_chunk[&c].data);
+
+    // A build of one copy alone gives that copy the same vectors: sharing changes no value.
+    let alone = tmp.path().join("alone");
+    write(&alone, "5.1/archive.md", page);
+    let one = tmp.path().join("one.bundle");
+    build(&alone, &one, &["--model", model.to_str().unwrap()]).unwrap();
+    let e1 = engine(&one);
+    let b1 = e1.bundle().unwrap();
+    let solo: Vec<_> = b1.vectors.as_ref().unwrap().vectors().cloned().collect();
+    for q in &solo {
+        let shared = by_chunk[&(chunks_of("5.1/archive.md")[0] + q.chunk)];
+        assert_eq!((&shared.data, shared.scale), (&q.data, q.scale));
+    }
 }

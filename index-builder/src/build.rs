@@ -74,10 +74,13 @@ pub struct IngestResult {
     pub embed_model_reason: Option<String>,
     pub bundle_path: String,
     pub bundle_bytes: usize,
-    /// Chunks run through the embedding model in this build.
+    /// Chunks run through the embedding model in this build: one per distinct text.
     pub chunks_embedded: usize,
     /// Chunks whose vectors were taken over from the previous bundle (`--incremental`).
     pub chunks_reused: usize,
+    /// Chunks whose text (breadcrumb and body) another chunk of this build has word for word,
+    /// so they took that chunk's vector instead of running the model again.
+    pub chunks_shared: usize,
     /// Documents cut into chunks in this build; with `--incremental` the others (same path,
     /// same bytes) took their chunks over from the previous bundle.
     pub documents_chunked: usize,
@@ -219,44 +222,69 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         );
     }
 
-    // Embed every chunk whose vector the previous bundle does not already hold.
-    let mut slots: Vec<Result<Embedding, String>> = Vec::new();
+    // Embed every distinct text whose vector the previous bundle does not already hold, once:
+    // versioned documentation repeats most sections word for word (PowerShell-Docs keeps five
+    // copies of each cmdlet page), and a vector is a function of its text alone (below).
+    enum Slot {
+        Reused(Embedding),
+        /// Index into `pending`.
+        Pending(usize),
+    }
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    let mut pending_by_text: HashMap<String, usize> = HashMap::new();
+    let mut chunks_reused = 0;
+    let mut chunks_shared = 0;
     for chunks in &planned {
         for c in chunks {
             let input = embedding_input(&c.section_path, &c.text);
-            slots.push(match reuse.vectors.get(&sha256_hex(input.as_bytes())) {
-                Some(e) => Ok(e.clone()),
-                None => Err(input),
-            });
+            if let Some(e) = reuse.vectors.get(&sha256_hex(input.as_bytes())) {
+                chunks_reused += 1;
+                slots.push(Slot::Reused(e.clone()));
+            } else if let Some(&i) = pending_by_text.get(&input) {
+                chunks_shared += 1;
+                slots.push(Slot::Pending(i));
+            } else {
+                pending_by_text.insert(input.clone(), pending.len());
+                slots.push(Slot::Pending(pending.len()));
+                pending.push(input);
+            }
         }
     }
-    let chunks_reused = slots.iter().filter(|s| s.is_ok()).count();
-    let chunks_embedded = if embedder.is_some() {
-        slots.len() - chunks_reused
+    drop(pending_by_text);
+    let (chunks_embedded, chunks_shared) = if embedder.is_some() {
+        (pending.len(), chunks_shared)
     } else {
-        0
+        (0, 0)
     };
     // One chunk per model call: tract's kernels round differently for different batch
     // shapes, so only unbatched embedding makes a vector a function of its text alone
     // (identical chunks get identical vectors, and vectors can be reused across builds). It
     // is also faster here: on 1,535 rust-book chunks, 63 s unbatched vs 73 s in batches of 16.
+    // Each vector is quantized as soon as it comes (quantizing is a function of the vector
+    // alone): int8 holds a quarter of f32's memory until the bundle is written.
     let vectors: Vec<Option<Embedding>> = match &embedder {
-        None => vec![None; slots.len()],
+        None => slots.iter().map(|_| None).collect(),
         Some(embedder) => {
             let bar = progress_bar(cfg.progress, chunks_embedded as u64, "embedding");
-            let vectors = slots
+            let fresh = pending
                 .into_par_iter()
-                .map(|slot| match slot {
-                    Ok(reused) => Ok(Some(reused)),
-                    Err(text) => {
-                        let v = embedder.embed_passage(&text);
-                        bar.inc(1);
-                        v.map(|v| Some(Embedding::Fresh(v)))
-                    }
+                .map(|text| {
+                    let v = embedder.embed_passage(&text)?;
+                    bar.inc(1);
+                    Ok(Embedding::quantized(&v))
                 })
-                .collect::<Result<_, docloupe::Error>>()?;
+                .collect::<Result<Vec<_>, docloupe::Error>>()?;
             bar.finish_and_clear();
-            vectors
+            slots
+                .into_iter()
+                .map(|slot| {
+                    Some(match slot {
+                        Slot::Reused(e) => e,
+                        Slot::Pending(i) => fresh[i].clone(),
+                    })
+                })
+                .collect()
         }
     };
     let mut vectors = vectors.into_iter();
@@ -302,6 +330,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         bundle_bytes: bytes.len(),
         chunks_embedded,
         chunks_reused,
+        chunks_shared,
         documents_chunked,
         documents_cited,
         warnings,

@@ -60,6 +60,16 @@ pub enum Embedding {
 }
 
 impl Embedding {
+    /// A unit vector from the model, quantized now (as the bundle would store it, so an
+    /// incremental build's reused vectors and a clean build's are the same value).
+    pub fn quantized(v: &[f32]) -> Embedding {
+        let q = vector::QVec::quantize(0, v);
+        Embedding::Quantized {
+            scale: q.scale,
+            data: q.data,
+        }
+    }
+
     fn dims(&self) -> usize {
         match self {
             Embedding::Fresh(v) => v.len(),
