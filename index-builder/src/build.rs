@@ -232,31 +232,29 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     }
     let mut slots: Vec<Slot> = Vec::new();
     let mut pending: Vec<String> = Vec::new();
-    let mut pending_by_text: HashMap<String, usize> = HashMap::new();
+    // By the sha256 of the text, as `reuse` keys its vectors: 64 bytes a text, not a copy.
+    let mut pending_by_hash: HashMap<String, usize> = HashMap::new();
     let mut chunks_reused = 0;
     let mut chunks_shared = 0;
-    for chunks in &planned {
-        for c in chunks {
+    if embedder.is_some() {
+        for c in planned.iter().flatten() {
             let input = embedding_input(&c.section_path, &c.text);
-            if let Some(e) = reuse.vectors.get(&sha256_hex(input.as_bytes())) {
+            let hash = sha256_hex(input.as_bytes());
+            if let Some(e) = reuse.vectors.get(&hash) {
                 chunks_reused += 1;
                 slots.push(Slot::Reused(e.clone()));
-            } else if let Some(&i) = pending_by_text.get(&input) {
+            } else if let Some(&i) = pending_by_hash.get(&hash) {
                 chunks_shared += 1;
                 slots.push(Slot::Pending(i));
             } else {
-                pending_by_text.insert(input.clone(), pending.len());
+                pending_by_hash.insert(hash, pending.len());
                 slots.push(Slot::Pending(pending.len()));
                 pending.push(input);
             }
         }
     }
-    drop(pending_by_text);
-    let (chunks_embedded, chunks_shared) = if embedder.is_some() {
-        (pending.len(), chunks_shared)
-    } else {
-        (0, 0)
-    };
+    drop(pending_by_hash);
+    let chunks_embedded = pending.len();
     // One chunk per model call: tract's kernels round differently for different batch
     // shapes, so only unbatched embedding makes a vector a function of its text alone
     // (identical chunks get identical vectors, and vectors can be reused across builds). It
@@ -264,7 +262,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     // Each vector is quantized as soon as it comes (quantizing is a function of the vector
     // alone): int8 holds a quarter of f32's memory until the bundle is written.
     let vectors: Vec<Option<Embedding>> = match &embedder {
-        None => slots.iter().map(|_| None).collect(),
+        None => vec![None; planned.iter().map(Vec::len).sum()],
         Some(embedder) => {
             let bar = progress_bar(cfg.progress, chunks_embedded as u64, "embedding");
             let fresh = pending
