@@ -699,7 +699,8 @@ impl SplitBundle {
         }
         let body: Vec<u8> = self.open_shard(shard, bytes)?;
         let held: usize = self.vector_pieces.iter().flatten().map(Vec::len).sum();
-        if (held + body.len()) as u64 > entry.len {
+        let arrived = held + body.len();
+        if arrived as u64 > entry.len {
             return Err(self.corrupt(shard, "the pieces outgrow the vectors section"));
         }
         self.vector_pieces[i as usize] = Some(body);
@@ -708,8 +709,7 @@ impl SplitBundle {
         }
         // Whatever the outcome, the pieces are not kept: a bad set is fetched again. (Sized
         // by what arrived, never by the core's claim.)
-        let mut section =
-            Vec::with_capacity(held + self.vector_pieces[i as usize].as_ref().map_or(0, Vec::len));
+        let mut section = Vec::with_capacity(arrived);
         for piece in self.vector_pieces.iter_mut() {
             section.extend_from_slice(&piece.take().unwrap_or_default());
         }
