@@ -165,3 +165,61 @@ fn copies_of_a_page_come_right_after_the_first_three_distinct_pages() {
         "the other copies right after the first three: {top:?}"
     );
 }
+
+/// The second stage scores `candidateLimit` candidates, and the copies of a page among them
+/// ride along without taking a place (rank.rs `pool_len`): five versions of every page would
+/// otherwise fill the pool with a few pages' copies and leave the page that answers out.
+#[test]
+fn copies_of_a_page_ride_along_in_the_second_stages_pool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let verbs = ["Get", "Set", "Remove", "Export", "Import", "Clear"];
+    for version in ["5.1", "7.4", "7.5", "7.6", "7.7"] {
+        for verb in verbs {
+            let p = docs.join(version).join(format!("{verb}-Thing.md"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            let text = format!(
+                "# {verb}-Thing\n\n{verb}-Thing works on a thing kept in the thing store.\n"
+            );
+            std::fs::write(p, text).unwrap();
+        }
+    }
+    let out = tmp.path().join("versions.bundle");
+    common::build(&docs, &out, &[]);
+    let e =
+        Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files())).unwrap();
+    let pool = |candidates: usize| {
+        let r = e
+            .search(&SearchRequest {
+                query: "thing store".into(),
+                limit: Some(50),
+                candidate_limit: Some(candidates),
+                max_chunks_per_document: Some(1),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(r.results.len(), 30);
+        let scored: Vec<&str> = r
+            .results
+            .iter()
+            .filter(|x| x.ranking_signals.rerank.is_some())
+            .map(|x| x.document_path.rsplit('/').next().unwrap())
+            .collect();
+        // The pool is a prefix of the fused order: whatever it scored comes first.
+        assert!(r.results[..scored.len()]
+            .iter()
+            .all(|x| x.ranking_signals.rerank.is_some()));
+        let mut names = scored.clone();
+        names.sort();
+        names.dedup();
+        (scored.len(), names.len())
+    };
+    let (scored, pages) = pool(2);
+    assert_eq!(pages, 2, "two distinct pages were asked for");
+    assert!(
+        scored > 2 && scored <= 2 + 4 * 2,
+        "their copies ride along, at most 4 per candidate: {scored}"
+    );
+    // With room for every page, every copy is scored.
+    assert_eq!(pool(6), (30, 6));
+}

@@ -536,7 +536,12 @@ impl Engine {
         #[cfg(feature = "vectors")]
         if plan.rerank && !loading {
             let t = Instant::now();
-            let pool_len = plan.candidate_limit.min(capped.len());
+            // The learned stage scores copies of a page beside it (cheap features, no model
+            // run); the cross-encoder scores `candidateLimit` passages, copies or not.
+            let pool_len = match (&self.reranker, &self.ranker) {
+                (None, Some(_)) => rank::pool_len(&corpus, &capped, plan.candidate_limit),
+                _ => plan.candidate_limit.min(capped.len()),
+            };
             let learned = match (&self.reranker, query_vector.as_deref()) {
                 (None, Some(qv)) => self.learned_stage(
                     &retriever,

@@ -7,9 +7,10 @@
 //! (`--save-dev`, `std::vector`, `Get-ChildItem`) appears verbatim, whether the query *is* the
 //! page's title. [`features`] measures these for each candidate of the fused pool from data
 //! the engine already holds (postings, vectors, titles, breadcrumbs, chunk text): no model
-//! inference, a few milliseconds for a pool of 30. A [`Ranker`] (gradient-boosted trees,
-//! trained by `prebuild/ranker/train.py` on the dev split of the project's own questions and
-//! SciFact's train split, committed as `ranker.json`) turns them into a relevance score.
+//! inference, a few milliseconds for a pool of 30 (and the copies riding along, [`pool_len`]).
+//! A [`Ranker`] (gradient-boosted trees, fitted by `prebuild/ranker/train.py` on the train
+//! split of the project's own questions, its settings chosen on their dev split, committed as
+//! `ranker.json`) turns them into a relevance score.
 //!
 //! Every value is computed in f32 with deterministic operations (libm's `logf`), so native
 //! and wasm builds order candidates identically.
@@ -233,6 +234,44 @@ pub fn order_within_documents(corpus: &Corpus, pool: &[Hit], logits: &mut [f32])
     }
 }
 
+/// What makes two documents copies of one page: the same title and file name (versioned
+/// reference docs keep `reference/5.1/…/Get-Process.md` and `…/7.4/…/Get-Process.md`).
+fn copy_key<'c>(corpus: &'c Corpus, d: u32) -> (&'c str, &'c str) {
+    let doc = corpus.document(d);
+    let name = doc.path.rsplit('/').next().unwrap_or(&doc.path);
+    (doc.title.as_str(), name)
+}
+
+/// How many hits of a pool may ride along as copies, per candidate the request asked for.
+pub const COPIES_PER_CANDIDATE: usize = 4;
+
+/// The length of the learned stage's pool: the first hits of `ranked` up to `candidates` of
+/// them, not counting the hits of a document that is a copy of one ranked above it (copies
+/// ride along with their page, up to [`COPIES_PER_CANDIDATE`] × `candidates` of them). Five
+/// versions of every page would otherwise fill a pool of 30 with six pages' copies and leave
+/// the page that answers out of it; in a collection without copies the pool is the first
+/// `candidates` hits.
+pub fn pool_len(corpus: &Corpus, ranked: &[Hit], candidates: usize) -> usize {
+    let mut pages: BTreeMap<(&str, &str), u32> = BTreeMap::new();
+    let (mut counted, mut riding) = (0, 0);
+    for (i, h) in ranked.iter().enumerate() {
+        let d = corpus.doc_of(h.chunk);
+        let first = *pages.entry(copy_key(corpus, d)).or_insert(d);
+        if first == d {
+            if counted == candidates {
+                return i;
+            }
+            counted += 1;
+        } else {
+            if riding == COPIES_PER_CANDIDATE * candidates {
+                return i;
+            }
+            riding += 1;
+        }
+    }
+    ranked.len()
+}
+
 /// How many distinct pages open the list before a copy of one of them may come (chosen on the
 /// dev questions; see `prebuild/ranker/README.md`).
 pub const DISTINCT_HEAD: usize = 3;
@@ -268,9 +307,7 @@ pub fn distinct_pages_first(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
     // pages than the head holds, every copy above the last of them moves below it.
     let (mut floor, mut above) = (f32::NEG_INFINITY, 0);
     for &(d, s, _) in &docs {
-        let doc = corpus.document(d);
-        let name = doc.path.rsplit('/').next().unwrap_or(&doc.path);
-        if !keys.insert((doc.title.as_str(), name)) {
+        if !keys.insert(copy_key(corpus, d)) {
             copies.push((d, s));
             continue;
         }
