@@ -11,9 +11,10 @@ Data (no test split is ever read):
     with --scifact BEIR SciFact's train qrels too;
   * settings chosen on its dev split (--grid prints dev top-3 for a few).
 For every query the release `docloupe search --jsonl --explain-features` answers a hybrid,
-reranked request over the fused top CANDIDATES (what the engine's second stage sees, with the
-contract's maxChunksPerDocument 3); each result carries its feature row, labelled with its
-document's grade. The bundles are the ones `make bench-quality` builds (same cache).
+reranked request over the fused top CANDIDATES (what the engine's second stage sees: with copies
+of a page riding along, one chunk a page unless --max-chunks says otherwise); each result
+carries its feature row, labelled with its document's grade. The bundles are the ones
+`make bench-quality` builds (same cache).
 
 Model: LightGBM lambdarank, shallow trees with many rows per leaf so that a few hundred
 queries do not make it memorize; one thread, fixed seed, so a re-run writes the same file.
@@ -31,10 +32,14 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
 import quality  # noqa: E402  (the benchmark's datasets and bundles)
 
 CANDIDATES = 30
-# Chunks a page may have in the pool: the contract's default 3 (what users get). `--max-chunks 1`
-# gives the pool `make bench-quality` measures (30 distinct pages, each by its best chunk):
-# with it, `--grid`'s dev top-3 is the engine's, query for query.
-MAX_CHUNKS = 3
+# The engine's pool holds CANDIDATES pages and up to 4 copies per candidate beside them
+# (rank.rs `pool_len`, COPIES_PER_CANDIDATE): results beyond it carry no features.
+POOL_MAX = CANDIDATES * 5
+# Chunks a page may have in the pool: 1, the pool `make bench-quality` measures (30 distinct
+# pages, each by its best chunk), so that `--grid`'s dev top-3 is the engine's, query for query,
+# and the model is fitted on what it is judged on (the model judges pages; within a page the
+# first stage orders the chunks). `--max-chunks 3` gives the contract's default pool.
+MAX_CHUNKS = 1
 
 
 def feature_names():
@@ -52,11 +57,11 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
     bundle, queries, _ = quality.dataset(name, split, [], False)
     beir = not name.startswith(("docs:", "titles:"))
     text = {"maxCharsPerChunk": text_chars} if text_chars else {}
-    requests = [{"query": q["text"], "mode": "hybrid", "rerank": True, "limit": CANDIDATES,
+    requests = [{"query": q["text"], "mode": "hybrid", "rerank": True, "limit": POOL_MAX,
                  "candidateLimit": CANDIDATES, "maxChunksPerDocument": max_chunks, "includeContext": False,
                  **text}
                 for q in queries]
-    out = quality.search_jsonl(bundle, requests, ["--explain-features", "--max-limit", str(CANDIDATES),
+    out = quality.search_jsonl(bundle, requests, ["--explain-features", "--max-limit", str(POOL_MAX),
                                                   *search_args])
     groups = []
     for q, resp in zip(queries, out):
@@ -74,6 +79,9 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
                 passage = " > ".join(r.get("sectionPath") or []) + "\n" + (r.get("text") or "")
                 row += (passage[:text_chars],)
             rows.append(row)
+        # In the pool's own order, not the engine's ranking of it: the fit then does not depend
+        # on the model the binary was built with, and a re-run writes the same file.
+        rows.sort(key=lambda r: (r[1], r[2]))
         groups.append((f"{name}/{q['id']}", q["rels"], rows))
     return groups
 
