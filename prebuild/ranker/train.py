@@ -79,7 +79,7 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
                 passage = " > ".join(r.get("sectionPath") or []) + "\n" + (r.get("text") or "")
                 row += (passage[:text_chars],)
             rows.append(row)
-        # In the pool's own order, not the engine's ranking of it: the fit then does not depend
+        # In page-path order, not the engine's ranking of the pool: the fit then does not depend
         # on the model the binary was built with, and a re-run writes the same file.
         rows.sort(key=lambda r: (r[1], r[2]))
         groups.append((f"{name}/{q['id']}", q["rels"], rows))
