@@ -223,3 +223,66 @@ fn copies_of_a_page_ride_along_in_the_second_stages_pool() {
     // With room for every page, every copy is scored.
     assert_eq!(pool(6), (30, 6));
 }
+
+/// A page's title as typed (exact, with a typo, or its last word cut short) brings that page
+/// first in the default pipeline, even beside longer pages about the same thing (rank.rs
+/// `titled_pages_first`). Page-level judgments of questions cannot teach the learned stage
+/// this: without the rule it put the overview pages first, as it did on PowerShell-Docs'
+/// "Terminating Errors" (`prebuild/ranker/README.md`).
+#[test]
+fn a_title_as_typed_finds_its_page_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let page = |path: &str, text: &str| {
+        let p = docs.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    page(
+        "terminating-errors.md",
+        "# Terminating Errors\n\nCall ThrowTerminatingError to stop the pipeline.\n",
+    );
+    page(
+        "error-reporting.md",
+        "# Error reporting concepts\n\nA cmdlet reports errors in two ways. Terminating errors \
+         stop the command and the pipeline: a terminating error is thrown when the cmdlet \
+         cannot go on. Non-terminating errors are written to the error stream and the \
+         command goes on with the next input. Choose a terminating error when the error \
+         leaves nothing to do; errors that concern one input are non-terminating errors.\n",
+    );
+    page(
+        "non-terminating-errors.md",
+        "# Non-terminating errors\n\nWriteError reports an error about one input; the cmdlet \
+         goes on with the others. Errors of this kind do not stop the pipeline, unlike \
+         terminating errors.\n",
+    );
+    page(
+        "trap.md",
+        "# about_Trap\n\nThe trap keyword handles terminating errors: a trap statement runs \
+         when a terminating error occurs in its scope, and can let the script go on.\n",
+    );
+    page(
+        "try-catch.md",
+        "# about_Try_Catch_Finally\n\nUse try, catch and finally blocks to handle terminating \
+         errors in scripts. A terminating error in the try block runs the catch block.\n",
+    );
+    let out = tmp.path().join("titles.bundle");
+    common::build(&docs, &out, &[]);
+    let e =
+        Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files())).unwrap();
+    for query in [
+        "Terminating Errors",
+        "terminating errors",
+        "Termintaing Errors",
+        "Terminating Err",
+    ] {
+        let r = e.search(&SearchRequest::new(query)).unwrap();
+        assert_eq!(r.applied_strategy, "bm25_plus_vector_rerank_docs_only");
+        assert_eq!(
+            pages(&r).first().copied(),
+            Some("terminating-errors.md"),
+            "{query}: {:?}",
+            pages(&r)
+        );
+    }
+}

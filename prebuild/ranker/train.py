@@ -9,7 +9,9 @@ Data (no test split is ever read):
   * fitted on the train split of tests/questions/docs-questions.jsonl (250 developer questions
     over five documentation sets of ../shared/corpora, graded 2 = answers, 1 = related), and
     with --scifact BEIR SciFact's train qrels too;
-  * settings chosen on its dev split (--grid prints dev top-3 for a few).
+  * settings chosen on its dev split (--grid prints dev top-3 for a few);
+  * with --typos W, also the typo and prefix forms of PowerShell-Docs page titles that no dev or
+    test query is made from (tests/bench/quality.py's typos train split), each at weight W.
 For every query the release `docloupe search --jsonl --explain-features` answers a hybrid,
 reranked request over the fused top CANDIDATES (what the engine's second stage sees: with copies
 of a page riding along, one chunk a page unless --max-chunks says otherwise); each result
@@ -55,7 +57,7 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
     `text_chars`, each row also ends with what a cross-encoder reads of the chunk (breadcrumb,
     newline, text), cut to that many characters."""
     bundle, queries, _ = quality.dataset(name, split, [], False)
-    beir = not name.startswith(("docs:", "titles:"))
+    beir = not name.startswith(("docs:", "titles:", "typos:"))
     text = {"maxCharsPerChunk": text_chars} if text_chars else {}
     requests = [{"query": q["text"], "mode": "hybrid", "rerank": True, "limit": POOL_MAX,
                  "candidateLimit": CANDIDATES, "maxChunksPerDocument": max_chunks, "includeContext": False,
@@ -73,8 +75,10 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
             if f is None:
                 continue
             d = quality.doc_key(r["documentPath"], beir)
-            copy_key = (r["title"], r["documentPath"].rsplit("/", 1)[-1])
-            row = (q["rels"].get(d, 0), d, f, copy_key)
+            # The page's key: title and file name (what makes copies), and how alike the title
+            # is to the query (what puts titled pages first).
+            key = (r["title"], r["documentPath"].rsplit("/", 1)[-1], title_similarity(q["text"], r["title"]))
+            row = (q["rels"].get(d, 0), d, f, key)
             if text_chars:
                 passage = " > ".join(r.get("sectionPath") or []) + "\n" + (r.get("text") or "")
                 row += (passage[:text_chars],)
@@ -87,19 +91,41 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
 
 
 DISTINCT_HEAD, COPY_STEP = 3, 0.05  # src/search/rank.rs
+TITLE_MATCH, TITLE_STEP = 0.6, 0.05  # src/search/rank.rs
+
+
+def trigrams(s):
+    """rank.rs `trigrams`: lowercased, runs of non-alphanumerics one space, padded."""
+    s = " " + " ".join("".join(c if c.isalnum() else " " for c in s.lower()).split()) + " "
+    return {s[i:i + 3] for i in range(len(s) - 2)}
+
+
+def title_similarity(query, title):
+    """rank.rs `title_similarity`: Dice of the two strings' letter trigrams."""
+    a, b = trigrams(query), trigrams(title)
+    return 2 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
 
 def doc_order(rows, scores, demote=True):
-    """Documents in order of their best-scoring chunk, then what the engine does after scoring
-    (rank.rs `distinct_pages_first`): a copy (same title and file name as a document ranked
-    above it) ranked among the first DISTINCT_HEAD distinct pages moves to just under them."""
+    """Documents in order of their best-scoring chunk, then what the engine does after scoring:
+    pages whose title is at least TITLE_MATCH alike the query move above the rest, the most
+    alike first (rank.rs `titled_pages_first`; a key without a similarity has none), and a
+    copy (same title and file name as a document ranked above it) ranked among the first
+    DISTINCT_HEAD distinct pages moves to just under them (`distinct_pages_first`). With
+    `demote` false, the order of the scores alone."""
     best = {}
-    for (label, d, f, key), s in zip(rows, scores):
+    for (label, d, f, key, *_), s in zip(rows, scores):
         best[d] = max(best.get(d, -1e30), s)
-    keys = {r[1]: r[3] for r in rows}
-    order = [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
+    keys = {r[1]: tuple(r[3][:2]) for r in rows}
     if not demote:
-        return order
+        return [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
+    sims = {r[1]: r[3][2] for r in rows if len(r[3]) > 2 and r[3][2] >= TITLE_MATCH}
+    if sims:
+        top = max(best.values())
+        titled = sorted(sims, key=lambda d: (-sims[d], -best[d], d))
+        for j, d in enumerate(titled):
+            best[d] = top + TITLE_STEP * (len(titled) - j)
+    order = [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
     seen, copies, floor, above = set(), [], None, 0
     for d in order:
         if keys[d] in seen:
@@ -120,6 +146,15 @@ def top3(groups, score_fn, answer_grade, demote=True):
         order = doc_order(rows, [score_fn(r) for r in rows], demote)
         answers = {d for d, g in rels.items() if g >= answer_grade}
         hits += any(d in answers for d in order[:3])
+    return hits / max(len(groups), 1)
+
+
+def top5(groups, score_fn):
+    """Share of queries with a relevant document in the first 5 (the typo sets' measure)."""
+    hits = 0
+    for _, rels, rows in groups:
+        order = doc_order(rows, [score_fn(r) for r in rows])
+        hits += any(d in rels for d in order[:5])
     return hits / max(len(groups), 1)
 
 
@@ -213,6 +248,9 @@ def main():
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--scifact", action="store_true", help="also fit on half of SciFact's train split")
     ap.add_argument("--scifact-weight", type=float, default=0.25, help="a SciFact query's weight")
+    ap.add_argument("--typos", type=float, default=0.0,
+                    help="also fit on typo and prefix forms of PowerShell-Docs page titles (quality.py's "
+                         "typos train split) at this weight a query, and print their dev top-5")
     ap.add_argument("--grid", action="store_true", help="try a few settings, print dev top-3 for each")
     ap.add_argument("--search-args", default="")
     ap.add_argument("--id", default="docloupe-ranker-1")
@@ -230,6 +268,13 @@ def main():
         fit += sci[0::2]
         weights += [args.scifact_weight] * len(sci[0::2])
         sci_dev = sci[1::2]
+    variants = ("exact", "edit1", "edit2", "prefix")
+    typo_dev = []
+    if args.typos:
+        typo_fit = [g for v in variants for g in collect(f"typos:en-medium-powershell-docs/{v}", "train", search_args)]
+        fit += typo_fit
+        weights += [args.typos] * len(typo_fit)
+        typo_dev = [collect(f"typos:{c}/{v}", "dev", search_args) for c in corpora for v in variants]
     settings = [vars(args)]
     if args.grid:
         settings = [dict(vars(args), **g) for g in (
@@ -252,6 +297,9 @@ def main():
             fused = lambda r: r[2][0]  # noqa: E731
             print(f"  scifact (other half of train) nDCG@10 fused {ndcg10(sci_dev, fused):.4f} "
                   f"ranked {ndcg10(sci_dev, score):.4f}")
+        if typo_dev:
+            print(f"  typo and prefix titles, dev top-5 (mean of {len(typo_dev)} sets): "
+                  f"{sum(top5(g, score) for g in typo_dev) / len(typo_dev):.4f}")
     if not args.grid:
         export(booster, feature_names(), args.out, args.id)
         print(f"wrote {args.out}: {args.trees} trees")

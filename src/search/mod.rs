@@ -688,6 +688,7 @@ impl Engine {
         }
         let mut logits: Vec<f32> = rows.iter().map(|r| model.score(r)).collect();
         rank::order_within_documents(retriever.corpus, pool, &mut logits);
+        rank::titled_pages_first(retriever.corpus, query, pool, &mut logits);
         rank::distinct_pages_first(retriever.corpus, pool, &mut logits);
         Some(logits.into_iter().map(rerank::probability).collect())
     }

@@ -327,6 +327,105 @@ pub fn distinct_pages_first(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
     }
 }
 
+/// How alike a query and a page title must be (Dice of their letter trigrams, [`title_similarity`])
+/// for the page to count as the one the query names (chosen on the dev halves of the typo and
+/// title sets; see `prebuild/ranker/README.md`).
+pub const TITLE_MATCH: f32 = 0.6;
+
+/// How far apart (logit units) the titled pages stay above the rest of the pool, in order.
+const TITLE_STEP: f32 = 0.05;
+
+/// Letter trigrams of `s`: lowercased, every run of characters that are neither letters nor
+/// digits one space, a space at each end (`"Get-ChildItem"` → ` ge`, `get`, `et `, `t c`, …).
+/// Sorted and without repeats.
+fn trigrams(s: &str) -> Vec<[char; 3]> {
+    let mut chars = vec![' '];
+    for c in s.chars().flat_map(char::to_lowercase) {
+        let c = if c.is_alphanumeric() { c } else { ' ' };
+        if c != ' ' || chars.last() != Some(&' ') {
+            chars.push(c);
+        }
+    }
+    if chars.last() != Some(&' ') {
+        chars.push(' ');
+    }
+    let mut grams: Vec<[char; 3]> = chars.windows(3).map(|w| [w[0], w[1], w[2]]).collect();
+    grams.sort_unstable();
+    grams.dedup();
+    grams
+}
+
+/// Dice coefficient of the letter trigrams of a query and a title, 0 to 1: 1 for the title
+/// itself (case and punctuation aside), high for the title with a typo or its last word cut
+/// short as typed, low for a question that merely mentions it.
+pub fn title_similarity(query: &str, title: &str) -> f32 {
+    let (a, b) = (trigrams(query), trigrams(title));
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    (2 * common) as f32 / (a.len() + b.len()) as f32
+}
+
+/// Titled pages first. A query that is a page's title, as typed (a typo, the last word cut
+/// short), asks for that page: page-level judgments of developer questions cannot teach the
+/// model this, and it ranked such pages below others (`prebuild/ranker/README.md`). Every
+/// document whose title is at least [`TITLE_MATCH`] alike the query ([`title_similarity`])
+/// moves above the pool's best logit, the most alike first (equal ones in the model's order),
+/// [`TITLE_STEP`] apart; its chunks move together, keeping their order. Run before
+/// [`distinct_pages_first`], which then spaces out the copies of a titled page. A question
+/// rarely comes that close to a title: on the dev questions this never fires.
+pub fn titled_pages_first(corpus: &Corpus, query: &str, pool: &[Hit], scores: &mut [f32]) {
+    // Each document's best logit (and its lowest chunk id, for equal logits).
+    let mut best: BTreeMap<u32, (f32, u32)> = BTreeMap::new();
+    for (h, &s) in pool.iter().zip(scores.iter()) {
+        let e = best
+            .entry(corpus.doc_of(h.chunk))
+            .or_insert((f32::NEG_INFINITY, h.chunk));
+        if s > e.0 || (s == e.0 && h.chunk < e.1) {
+            *e = (s, h.chunk);
+        }
+    }
+    let mut titled: Vec<(f32, f32, u32, u32)> = best
+        .iter()
+        .filter_map(|(&d, &(s, c))| {
+            let sim = title_similarity(query, &corpus.document(d).title);
+            (sim >= TITLE_MATCH).then_some((sim, s, c, d))
+        })
+        .collect();
+    if titled.is_empty() {
+        return;
+    }
+    titled.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(b.1.total_cmp(&a.1))
+            .then(a.2.cmp(&b.2))
+    });
+    let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let n = titled.len();
+    let shift: BTreeMap<u32, f32> = titled
+        .iter()
+        .enumerate()
+        .map(|(j, &(_, s, _, d))| (d, top + TITLE_STEP * (n - j) as f32 - s))
+        .collect();
+    for (h, s) in pool.iter().zip(scores.iter_mut()) {
+        if let Some(by) = shift.get(&corpus.doc_of(h.chunk)) {
+            *s += by;
+        }
+    }
+}
+
 /// BM25 over Σ idf, capped at 1 (as fusion's lexical signal).
 fn normalized(bm25: f32, ideal: f32) -> f32 {
     if ideal > 0.0 {
@@ -504,6 +603,35 @@ mod tests {
         assert_eq!(identifiers("what is a defineModel macro"), ["definemodel"]);
         assert!(identifiers("how do I publish a package").is_empty());
         assert!(identifiers("Что такое v-model?").contains(&"v-model".to_owned()));
+    }
+
+    #[test]
+    fn a_title_as_typed_is_alike_and_a_question_is_not() {
+        assert_eq!(title_similarity("Get-ChildItem", "get childitem"), 1.0);
+        assert_eq!(
+            title_similarity("Terminating Errors", "Terminating Errors"),
+            1.0
+        );
+        for typed in [
+            "Termintaing Errors",
+            "Terminating Err",
+            "terminating  errors!",
+        ] {
+            let s = title_similarity(typed, "Terminating Errors");
+            assert!(s >= TITLE_MATCH, "{typed}: {s}");
+        }
+        assert!(title_similarity("Спрятать элемнт", "Спрятать элемент") >= TITLE_MATCH);
+        for question in [
+            "how do I stop the pipeline on terminating errors",
+            "Errors",
+            "Terminal",
+        ] {
+            let s = title_similarity(question, "Terminating Errors");
+            assert!(s < TITLE_MATCH, "{question}: {s}");
+        }
+        assert_eq!(title_similarity("", "Terminating Errors"), 0.0);
+        assert_eq!(title_similarity("--", "Terminating Errors"), 0.0);
+        assert_eq!(title_similarity("Errors", ""), 0.0);
     }
 
     #[test]

@@ -226,15 +226,18 @@ def typo_queries(corpus, bundle, variant, split):
     delete, substitute or swap neighbours) in its longest word (`edit1`), with two (`edit2`),
     or with its last word cut to 4 characters (`prefix`, as typed). Every page with that exact
     title is relevant. Pages are split dev/test by a hash of the title (the edit parameters are
-    chosen on dev); a fixed seed per corpus and page: the same queries on every run."""
+    chosen on dev); a fixed seed per corpus and page: the same queries on every run. `train`
+    (what the second stage is fitted on) takes the dev half's pages beyond the first TYPO_PAGES:
+    pages no dev or test query is made from (only PowerShell-Docs has that many)."""
     import random
     titles = page_titles(bundle)
     usable = sorted((t, p) for t, p in titles.items()
                     if 2 <= len(t.split()) <= 6 and len(p) <= 6 and any(len(w) >= 5 and w.isalpha() for w in t.split())
-                    and split_of(t) == split)
+                    and split_of(t) == ("dev" if split == "train" else split))
     usable.sort(key=lambda tp: hashlib.sha256((corpus + "typo" + tp[0]).encode()).hexdigest())
+    pages = usable[TYPO_PAGES:] if split == "train" else usable[:TYPO_PAGES]
     out = []
-    for i, (title, paths) in enumerate(usable[:TYPO_PAGES]):
+    for i, (title, paths) in enumerate(pages, start=TYPO_PAGES if split == "train" else 0):
         rng = random.Random(f"{corpus}/{title}")
         words = title.split()
         k = max(range(len(words)), key=lambda j: (len(words[j]) if words[j].isalpha() else 0, -j))
@@ -299,8 +302,6 @@ def dataset(name, split, extra_build, rebuild):
     if kind == "typos":
         corpus, _, variant = rest.partition("/")
         bundle = docs_bundle(corpus, extra_build, rebuild)
-        if split == "train":
-            return None, [], ""
         return bundle, typo_queries(corpus, bundle, variant, split), "ru" if corpus.startswith("ru-") else "en"
     if kind == "docs":
         bundle = docs_bundle(rest, extra_build, rebuild)
