@@ -332,6 +332,10 @@ pub fn distinct_pages_first(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
 /// title sets; see `prebuild/ranker/README.md`).
 pub const TITLE_MATCH: f32 = 0.6;
 
+/// How much of a title [`titled_pages_first`] reads: four times the longest query
+/// ([`super::MAX_QUERY_CHARS`] characters); a title that long is no title a query is typed as.
+const TITLE_CHARS: usize = 4 * super::MAX_QUERY_CHARS;
+
 /// How far apart (logit units) the titled pages stay above the rest of the pool, in order.
 const TITLE_STEP: f32 = 0.05;
 
@@ -359,7 +363,11 @@ fn trigrams(s: &str) -> Vec<[char; 3]> {
 /// itself (case and punctuation aside), high for the title with a typo or its last word cut
 /// short as typed, low for a question that merely mentions it.
 pub fn title_similarity(query: &str, title: &str) -> f32 {
-    let (a, b) = (trigrams(query), trigrams(title));
+    dice(&trigrams(query), &trigrams(title))
+}
+
+/// Dice coefficient of two sorted sets.
+fn dice(a: &[[char; 3]], b: &[[char; 3]]) -> f32 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
@@ -397,10 +405,18 @@ pub fn titled_pages_first(corpus: &Corpus, query: &str, pool: &[Hit], scores: &m
             *e = (s, h.chunk);
         }
     }
+    let query = trigrams(query);
     let mut titled: Vec<(f32, f32, u32, u32)> = best
         .iter()
         .filter_map(|(&d, &(s, c))| {
-            let sim = title_similarity(query, &corpus.document(d).title);
+            let title = &corpus.document(d).title;
+            // Only its first TITLE_CHARS characters: a hostile page's title can be megabytes
+            // long, and it would be read for every query the page comes up for.
+            let title = match title.char_indices().nth(TITLE_CHARS) {
+                Some((end, _)) => &title[..end],
+                None => title,
+            };
+            let sim = dice(&query, &trigrams(title));
             (sim >= TITLE_MATCH).then_some((sim, s, c, d))
         })
         .collect();
