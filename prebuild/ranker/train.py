@@ -91,7 +91,7 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
 
 
 DISTINCT_HEAD, COPY_STEP = 3, 0.05  # src/search/rank.rs
-TITLE_MATCH, TITLE_STEP = 0.6, 0.05  # src/search/rank.rs
+TITLE_MATCH, TITLE_STEP, TITLED_PAGES = 0.6, 0.05, 50  # src/search/rank.rs
 
 
 def trigrams(s):
@@ -122,7 +122,7 @@ def doc_order(rows, scores, demote=True):
     sims = {r[1]: r[3][2] for r in rows if len(r[3]) > 2 and r[3][2] >= TITLE_MATCH}
     if sims:
         top = max(best.values())
-        titled = sorted(sims, key=lambda d: (-sims[d], -best[d], d))
+        titled = sorted(sims, key=lambda d: (-sims[d], -best[d], d))[:TITLED_PAGES]
         for j, d in enumerate(titled):
             best[d] = top + TITLE_STEP * (len(titled) - j)
     order = [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]

@@ -339,6 +339,9 @@ const TITLE_CHARS: usize = 4 * super::MAX_QUERY_CHARS;
 /// How far apart (logit units) the titled pages stay above the rest of the pool, in order.
 const TITLE_STEP: f32 = 0.05;
 
+/// The most alike titled pages that move, at most: as many as a page of results holds.
+const TITLED_PAGES: usize = super::request::MAX_LIMIT;
+
 /// Letter trigrams of `s`: lowercased, every run of characters that are neither letters nor
 /// digits one space, a space at each end (`"Get-ChildItem"` → ` ge`, `get`, `et `, `t c`, …).
 /// Sorted and without repeats.
@@ -393,7 +396,10 @@ fn dice(a: &[[char; 3]], b: &[[char; 3]]) -> f32 {
 /// moves above the pool's best logit, the most alike first (equal ones in the model's order),
 /// [`TITLE_STEP`] apart; its chunks move together, keeping their order. Run before
 /// [`distinct_pages_first`], which then spaces out the copies of a titled page. A question
-/// rarely comes that close to a title: on the dev questions this never fires.
+/// rarely comes that close to a title: on the 86 dev questions this fired for one. At most
+/// [`TITLED_PAGES`] pages move (a page of results holds no more), so the moved logits (the
+/// model's lie within −6..3) stay inside [`super::rerank::probability`]'s ±15 and keep their
+/// order.
 pub fn titled_pages_first(corpus: &Corpus, query: &str, pool: &[Hit], scores: &mut [f32]) {
     // Each document's best logit (and its lowest chunk id, for equal logits).
     let mut best: BTreeMap<u32, (f32, u32)> = BTreeMap::new();
@@ -428,6 +434,7 @@ pub fn titled_pages_first(corpus: &Corpus, query: &str, pool: &[Hit], scores: &m
             .then(b.1.total_cmp(&a.1))
             .then(a.2.cmp(&b.2))
     });
+    titled.truncate(TITLED_PAGES);
     let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let n = titled.len();
     let shift: BTreeMap<u32, f32> = titled
