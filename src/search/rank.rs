@@ -290,16 +290,10 @@ const COPY_STEP: f32 = 0.05;
 /// pages. `scores` are the chunks' logits, each chunk carrying its document's order.
 pub fn distinct_pages_first(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
     // Documents in rank order, each with its best score.
-    let mut best: BTreeMap<u32, (f32, u32)> = BTreeMap::new();
-    for (h, &s) in pool.iter().zip(scores.iter()) {
-        let e = best
-            .entry(corpus.doc_of(h.chunk))
-            .or_insert((f32::NEG_INFINITY, h.chunk));
-        if s > e.0 || (s == e.0 && h.chunk < e.1) {
-            *e = (s, h.chunk);
-        }
-    }
-    let mut docs: Vec<(u32, f32, u32)> = best.into_iter().map(|(d, (s, c))| (d, s, c)).collect();
+    let mut docs: Vec<(u32, f32, u32)> = best_per_document(corpus, pool, scores)
+        .into_iter()
+        .map(|(d, (s, c))| (d, s, c))
+        .collect();
     docs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
     let mut keys: BTreeSet<(&str, &str)> = BTreeSet::new();
     let mut copies: Vec<(u32, f32)> = Vec::new();
@@ -316,13 +310,35 @@ pub fn distinct_pages_first(corpus: &Corpus, pool: &[Hit], scores: &mut [f32]) {
             break;
         }
     }
-    let mut shift: BTreeMap<u32, f32> = BTreeMap::new();
-    for (j, &(d, s)) in copies[..above].iter().enumerate() {
-        shift.insert(d, s - floor + COPY_STEP * (j + 1) as f32);
+    let shift: BTreeMap<u32, f32> = copies[..above]
+        .iter()
+        .enumerate()
+        .map(|(j, &(d, s))| (d, floor - s - COPY_STEP * (j + 1) as f32))
+        .collect();
+    move_documents(corpus, pool, scores, &shift);
+}
+
+/// Each document of `pool` with its best score in `scores` and, among its chunks with that
+/// score, the lowest chunk id (what breaks ties between documents).
+fn best_per_document(corpus: &Corpus, pool: &[Hit], scores: &[f32]) -> BTreeMap<u32, (f32, u32)> {
+    let mut best: BTreeMap<u32, (f32, u32)> = BTreeMap::new();
+    for (h, &s) in pool.iter().zip(scores.iter()) {
+        let e = best
+            .entry(corpus.doc_of(h.chunk))
+            .or_insert((f32::NEG_INFINITY, h.chunk));
+        if s > e.0 || (s == e.0 && h.chunk < e.1) {
+            *e = (s, h.chunk);
+        }
     }
+    best
+}
+
+/// Adds `by[d]` to the score of every chunk of each document `d` in it: the document moves,
+/// its chunks keeping their order.
+fn move_documents(corpus: &Corpus, pool: &[Hit], scores: &mut [f32], by: &BTreeMap<u32, f32>) {
     for (h, s) in pool.iter().zip(scores.iter_mut()) {
-        if let Some(by) = shift.get(&corpus.doc_of(h.chunk)) {
-            *s -= by;
+        if let Some(by) = by.get(&corpus.doc_of(h.chunk)) {
+            *s += by;
         }
     }
 }
@@ -401,18 +417,8 @@ fn dice(a: &[[char; 3]], b: &[[char; 3]]) -> f32 {
 /// model's lie within −6..3) stay inside [`super::rerank::probability`]'s ±15 and keep their
 /// order.
 pub fn titled_pages_first(corpus: &Corpus, query: &str, pool: &[Hit], scores: &mut [f32]) {
-    // Each document's best logit (and its lowest chunk id, for equal logits).
-    let mut best: BTreeMap<u32, (f32, u32)> = BTreeMap::new();
-    for (h, &s) in pool.iter().zip(scores.iter()) {
-        let e = best
-            .entry(corpus.doc_of(h.chunk))
-            .or_insert((f32::NEG_INFINITY, h.chunk));
-        if s > e.0 || (s == e.0 && h.chunk < e.1) {
-            *e = (s, h.chunk);
-        }
-    }
     let query = trigrams(query);
-    let mut titled: Vec<(f32, f32, u32, u32)> = best
+    let mut titled: Vec<(f32, f32, u32, u32)> = best_per_document(corpus, pool, scores)
         .iter()
         .filter_map(|(&d, &(s, c))| {
             let title = &corpus.document(d).title;
@@ -442,11 +448,7 @@ pub fn titled_pages_first(corpus: &Corpus, query: &str, pool: &[Hit], scores: &m
         .enumerate()
         .map(|(j, &(_, s, _, d))| (d, top + TITLE_STEP * (n - j) as f32 - s))
         .collect();
-    for (h, s) in pool.iter().zip(scores.iter_mut()) {
-        if let Some(by) = shift.get(&corpus.doc_of(h.chunk)) {
-            *s += by;
-        }
-    }
+    move_documents(corpus, pool, scores, &shift);
 }
 
 /// BM25 over Σ idf, capped at 1 (as fusion's lexical signal).
