@@ -39,6 +39,23 @@ fn pages(r: &SearchResponse) -> Vec<&str> {
     out
 }
 
+/// An engine with its models over a collection of markdown pages, `(path, text)`, built by
+/// the release index-builder in a temporary folder.
+fn engine_over<P: AsRef<std::path::Path>, T: AsRef<[u8]>>(
+    pages: impl IntoIterator<Item = (P, T)>,
+) -> Engine {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    for (path, text) in pages {
+        let p = docs.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let out = tmp.path().join("pages.bundle");
+    common::build(&docs, &out, &[]);
+    Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files())).unwrap()
+}
+
 #[test]
 fn a_developer_question_finds_its_page_in_the_top_3() {
     let cases = [
@@ -114,38 +131,29 @@ fn a_keyword_finds_its_page_first() {
 /// not dropped below weaker pages (rank.rs `distinct_pages_first`).
 #[test]
 fn copies_of_a_page_come_right_after_the_first_three_distinct_pages() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    let page = |path: &str, text: &str| {
-        let p = docs.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
     let get = "# Get-Thing\n\nGet-Thing gets the things kept in the thing store. Use it to \
                read a thing back by its name, or every thing at once with `-All`.\n";
-    for version in ["5.1", "7.4", "7.5"] {
-        page(&format!("{version}/Get-Thing.md"), get);
-    }
-    page(
-        "Set-Thing.md",
-        "# Set-Thing\n\nSet-Thing changes a thing kept in the thing store.\n",
-    );
-    page(
-        "about_Thing_Store.md",
-        "# About the thing store\n\nThe thing store keeps things by name until they are removed.\n",
-    );
-    page(
-        "Remove-Thing.md",
-        "# Remove-Thing\n\nRemove-Thing deletes a thing from the thing store for good.\n",
-    );
-    page(
-        "Export-Thing.md",
-        "# Export-Thing\n\nExport-Thing writes things of the store to a file.\n",
-    );
-    let out = tmp.path().join("versions.bundle");
-    common::build(&docs, &out, &[]);
-    let e =
-        Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files())).unwrap();
+    let e = engine_over([
+        ("5.1/Get-Thing.md", get),
+        ("7.4/Get-Thing.md", get),
+        ("7.5/Get-Thing.md", get),
+        (
+            "Set-Thing.md",
+            "# Set-Thing\n\nSet-Thing changes a thing kept in the thing store.\n",
+        ),
+        (
+            "about_Thing_Store.md",
+            "# About the thing store\n\nThe thing store keeps things by name until they are removed.\n",
+        ),
+        (
+            "Remove-Thing.md",
+            "# Remove-Thing\n\nRemove-Thing deletes a thing from the thing store for good.\n",
+        ),
+        (
+            "Export-Thing.md",
+            "# Export-Thing\n\nExport-Thing writes things of the store to a file.\n",
+        ),
+    ]);
     let r = e
         .search(&SearchRequest::new(
             "read the things kept in the store by name",
@@ -171,23 +179,15 @@ fn copies_of_a_page_come_right_after_the_first_three_distinct_pages() {
 /// otherwise fill the pool with a few pages' copies and leave the page that answers out.
 #[test]
 fn copies_of_a_page_ride_along_in_the_second_stages_pool() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
     let verbs = ["Get", "Set", "Remove", "Export", "Import", "Clear"];
-    for version in ["5.1", "7.4", "7.5", "7.6", "7.7"] {
-        for verb in verbs {
-            let p = docs.join(version).join(format!("{verb}-Thing.md"));
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            let text = format!(
-                "# {verb}-Thing\n\n{verb}-Thing works on a thing kept in the thing store.\n"
-            );
-            std::fs::write(p, text).unwrap();
-        }
-    }
-    let out = tmp.path().join("versions.bundle");
-    common::build(&docs, &out, &[]);
-    let e =
-        Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files())).unwrap();
+    let e = engine_over(["5.1", "7.4", "7.5", "7.6", "7.7"].iter().flat_map(|version| {
+        verbs.iter().map(move |verb| {
+            (
+                format!("{version}/{verb}-Thing.md"),
+                format!("# {verb}-Thing\n\n{verb}-Thing works on a thing kept in the thing store.\n"),
+            )
+        })
+    }));
     let pool = |candidates: usize| {
         let r = e
             .search(&SearchRequest {
@@ -231,45 +231,36 @@ fn copies_of_a_page_ride_along_in_the_second_stages_pool() {
 /// "Terminating Errors" (`prebuild/ranker/README.md`).
 #[test]
 fn a_title_as_typed_finds_its_page_first() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    let page = |path: &str, text: &str| {
-        let p = docs.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
-    page(
-        "terminating-errors.md",
-        "# Terminating Errors\n\nCall ThrowTerminatingError to stop the pipeline.\n",
-    );
-    page(
-        "error-reporting.md",
-        "# Error reporting concepts\n\nA cmdlet reports errors in two ways. Terminating errors \
-         stop the command and the pipeline: a terminating error is thrown when the cmdlet \
-         cannot go on. Non-terminating errors are written to the error stream and the \
-         command goes on with the next input. Choose a terminating error when the error \
-         leaves nothing to do; errors that concern one input are non-terminating errors.\n",
-    );
-    page(
-        "non-terminating-errors.md",
-        "# Non-terminating errors\n\nWriteError reports an error about one input; the cmdlet \
-         goes on with the others. Errors of this kind do not stop the pipeline, unlike \
-         terminating errors.\n",
-    );
-    page(
-        "trap.md",
-        "# about_Trap\n\nThe trap keyword handles terminating errors: a trap statement runs \
-         when a terminating error occurs in its scope, and can let the script go on.\n",
-    );
-    page(
-        "try-catch.md",
-        "# about_Try_Catch_Finally\n\nUse try, catch and finally blocks to handle terminating \
-         errors in scripts. A terminating error in the try block runs the catch block.\n",
-    );
-    let out = tmp.path().join("titles.bundle");
-    common::build(&docs, &out, &[]);
-    let e =
-        Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files())).unwrap();
+    let e = engine_over([
+        (
+            "terminating-errors.md",
+            "# Terminating Errors\n\nCall ThrowTerminatingError to stop the pipeline.\n",
+        ),
+        (
+            "error-reporting.md",
+            "# Error reporting concepts\n\nA cmdlet reports errors in two ways. Terminating errors \
+             stop the command and the pipeline: a terminating error is thrown when the cmdlet \
+             cannot go on. Non-terminating errors are written to the error stream and the \
+             command goes on with the next input. Choose a terminating error when the error \
+             leaves nothing to do; errors that concern one input are non-terminating errors.\n",
+        ),
+        (
+            "non-terminating-errors.md",
+            "# Non-terminating errors\n\nWriteError reports an error about one input; the cmdlet \
+             goes on with the others. Errors of this kind do not stop the pipeline, unlike \
+             terminating errors.\n",
+        ),
+        (
+            "trap.md",
+            "# about_Trap\n\nThe trap keyword handles terminating errors: a trap statement runs \
+             when a terminating error occurs in its scope, and can let the script go on.\n",
+        ),
+        (
+            "try-catch.md",
+            "# about_Try_Catch_Finally\n\nUse try, catch and finally blocks to handle terminating \
+             errors in scripts. A terminating error in the try block runs the catch block.\n",
+        ),
+    ]);
     for query in [
         "Terminating Errors",
         "terminating errors",
