@@ -140,21 +140,13 @@ def doc_order(rows, scores, demote=True):
     return [d for d, _ in sorted(best.items(), key=lambda x: (-x[1], x[0]))]
 
 
-def top3(groups, score_fn, answer_grade, demote=True):
+def hit_rate(groups, score_fn, answer_grade, k=3, demote=True):
+    """Share of queries with an answering document (grade >= answer_grade) in the first k."""
     hits = 0
     for _, rels, rows in groups:
         order = doc_order(rows, [score_fn(r) for r in rows], demote)
         answers = {d for d, g in rels.items() if g >= answer_grade}
-        hits += any(d in answers for d in order[:3])
-    return hits / max(len(groups), 1)
-
-
-def top5(groups, score_fn):
-    """Share of queries with a relevant document in the first 5 (the typo sets' measure)."""
-    hits = 0
-    for _, rels, rows in groups:
-        order = doc_order(rows, [score_fn(r) for r in rows])
-        hits += any(d in rels for d in order[:5])
+        hits += any(d in answers for d in order[:k])
     return hits / max(len(groups), 1)
 
 
@@ -228,8 +220,8 @@ def evaluate(dev, score_fn):
     fused = lambda r: r[2][0]  # noqa: E731  the first stage's score
     rows, n, f_all, r_all = [], 0, 0.0, 0.0
     for corpus, groups in dev.items():
-        f3 = top3(groups, fused, 2, demote=False)
-        r3 = top3(groups, score_fn, 2)
+        f3 = hit_rate(groups, fused, 2, demote=False)
+        r3 = hit_rate(groups, score_fn, 2)
         rows.append((corpus, len(groups), f3, r3))
         n += len(groups)
         f_all += f3 * len(groups)
@@ -299,7 +291,7 @@ def main():
                   f"ranked {ndcg10(sci_dev, score):.4f}")
         if typo_dev:
             print(f"  typo and prefix titles, dev top-5 (mean of {len(typo_dev)} sets): "
-                  f"{sum(top5(g, score) for g in typo_dev) / len(typo_dev):.4f}")
+                  f"{sum(hit_rate(g, score, 1, k=5) for g in typo_dev) / len(typo_dev):.4f}")
     if not args.grid:
         export(booster, feature_names(), args.out, args.id)
         print(f"wrote {args.out}: {args.trees} trees")
