@@ -91,7 +91,7 @@ fn main() {
     let embedder = docloupe::Embedder::new(&files).unwrap();
     let limit = info.max_tokens as usize;
     let (mut tokens, mut flop) = (0usize, 0f64);
-    for (meta, text) in bundle.docs.chunks.iter().zip(&bundle.text.texts) {
+    for (meta, text) in bundle.docs.chunks.iter().zip(bundle.text.all().unwrap()) {
         let input = docloupe::index::embedding_input(&meta.section_path, text);
         let t = embedder.count_tokens(&input).unwrap().min(limit);
         tokens += t;

@@ -409,3 +409,70 @@ fn overlapping_chunk_runs_and_nonsense_constants_are_corrupt() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `bytes` with its text section replaced by what `edit` makes of it, every checksum and
+/// offset written anew (a crafted file, not an accident).
+fn with_text_section(bytes: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let (mut header, body) = bundle::decode_header(bytes).unwrap();
+    let mut sections: Vec<Vec<u8>> = header
+        .sections
+        .iter()
+        .map(|e| bundle::section_bytes(bytes, body, e).unwrap().to_vec())
+        .collect();
+    let text = header
+        .sections
+        .iter()
+        .position(|e| e.kind == bundle::SectionKind::Text)
+        .unwrap();
+    edit(&mut sections[text]);
+    let mut offset = 0;
+    for (entry, section) in header.sections.iter_mut().zip(&sections) {
+        entry.offset = offset;
+        entry.len = section.len() as u64;
+        entry.sha256 = Sha256::digest(section).into();
+        offset += entry.len;
+    }
+    let head = postcard::to_allocvec(&header).unwrap();
+    let mut out = bytes[..12].to_vec();
+    out.extend_from_slice(&(head.len() as u32).to_le_bytes());
+    out.extend_from_slice(&Sha256::digest(&head));
+    out.extend_from_slice(&head);
+    sections.iter().for_each(|s| out.extend_from_slice(s));
+    out
+}
+
+/// Regression (format 7): a text block is inflated when first read, after the bundle has
+/// loaded, so one that does not inflate must fail the search that reads it with `Corrupt`,
+/// not panic or answer with empty snippets.
+#[test]
+fn a_text_block_that_does_not_inflate_fails_the_search_that_reads_it() {
+    let good = good();
+    // The section: the number of blocks, then per block its text count, inflated length
+    // and deflated bytes (length first), all varints. The fixture's 14 texts are one block.
+    let bad = with_text_section(&good, |text| {
+        let mut at = 0;
+        let mut varint = |t: &[u8]| {
+            let v = t[at..].iter().take_while(|b| **b >= 0x80).count() + 1;
+            at += v;
+        };
+        for _ in 0..4 {
+            varint(text);
+        }
+        // BFINAL set, block type 3: reserved, never valid DEFLATE.
+        text[at] = 0xff;
+    });
+    assert_eq!(with_text_section(&good, |_| {}), good);
+    let engine = load(&bad).unwrap();
+    let search = |mode| {
+        engine.search(&docloupe::SearchRequest {
+            query: "cache".into(),
+            mode: Some(mode),
+            ..Default::default()
+        })
+    };
+    match search(docloupe::Mode::Fulltext) {
+        Err(Error::Corrupt(m)) => assert!(m.contains("text block 0"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

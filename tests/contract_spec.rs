@@ -95,8 +95,9 @@ fn fixture_queries(e: &Engine) -> Vec<String> {
         .bundle()
         .expect("a whole bundle")
         .text
-        .texts
-        .iter()
+        .all()
+        .unwrap()
+        .into_iter()
         .flat_map(|t| {
             t.split(|c: char| !c.is_alphanumeric())
                 .filter(|w| w.chars().count() >= 4)

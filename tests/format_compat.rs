@@ -13,8 +13,9 @@
 //! `v4-coded.bundle` was written by format version 4 from `tests/fixtures/docs` with
 //! `--model` (all-MiniLM-L6-v2 int8), `--compact-threshold 1` (compact first-pass codes) and
 //! `--project docloupe/fixtures`. `v5-coded.bundle` was written by format version 5 (chunk
-//! metadata packed) with the same arguments, and `v6-coded.bundle` by format version 6 (vectors
-//! in the 4-bit form) with the same arguments again.
+//! metadata packed) with the same arguments, `v6-coded.bundle` by format version 6 (vectors
+//! in the 4-bit form) with the same arguments again, and `v7-coded.bundle` by format version 7
+//! (chunk texts deflated in blocks) with the same arguments once more.
 //! Never regenerate them — add new files for a new format version instead.
 
 mod common;
@@ -35,6 +36,8 @@ const V4: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");
 const V5: &[u8] = include_bytes!("fixtures/bundles/v5-coded.bundle");
 /// Format 6: vectors in the 4-bit form, two values a byte.
 const V6: &[u8] = include_bytes!("fixtures/bundles/v6-coded.bundle");
+/// Format 7: chunk texts deflated in blocks.
+const V7: &[u8] = include_bytes!("fixtures/bundles/v7-coded.bundle");
 
 #[test]
 fn a_frozen_v1_bundle_still_loads_and_answers() {
@@ -170,11 +173,64 @@ fn a_bundle_is_queried_with_the_analyzer_rules_it_was_built_with() {
 
 #[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 6 the encoder must still write exactly these bytes; when the
-    // format changes, this test moves to the new version's frozen file.
-    if FORMAT_VERSION == 6 {
-        assert_eq!(bundle::encode(&bundle::decode(V6).unwrap()).unwrap(), V6);
+    // While FORMAT_VERSION is 7 the encoder must still write exactly these bytes, from the
+    // blocks as read and from the texts as plain strings; when the format changes, this test
+    // moves to the new version's frozen file.
+    if FORMAT_VERSION == 7 {
+        let read = bundle::decode(V7).unwrap();
+        assert_eq!(bundle::encode(&read).unwrap(), V7);
+        let texts = read
+            .text
+            .all()
+            .unwrap()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let plain = bundle::Bundle {
+            text: bundle::TextSection::new(texts),
+            ..read
+        };
+        assert_eq!(bundle::encode(&plain).unwrap(), V7);
     }
+}
+
+/// Format 7 stores what format 6 did, the chunk texts deflated: the same documents, chunks,
+/// postings, vectors and texts, a smaller text section, the same answers.
+#[test]
+fn a_frozen_v7_bundle_holds_the_v6_texts_deflated() {
+    let (v6, v7) = (bundle::decode(V6).unwrap(), bundle::decode(V7).unwrap());
+    assert_eq!(v7.docs, v6.docs);
+    assert_eq!(v7.lexical, v6.lexical);
+    assert_eq!(v7.text, v6.text);
+    assert_eq!(vectors_section(V7), vectors_section(V6));
+    let (plain, deflated) = (
+        section(V6, bundle::SectionKind::Text),
+        section(V7, bundle::SectionKind::Text),
+    );
+    assert!(
+        deflated.len() * 10 < plain.len() * 7,
+        "{} {}",
+        deflated.len(),
+        plain.len()
+    );
+    let answers = |bytes: &[u8]| -> Vec<String> {
+        let engine = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
+        [Mode::Fulltext, Mode::Semantic, Mode::Hybrid]
+            .into_iter()
+            .map(|mode| {
+                let r = engine
+                    .search(&SearchRequest {
+                        query: "how big may the cache grow".into(),
+                        mode: Some(mode),
+                        ..Default::default()
+                    })
+                    .unwrap();
+                serde_json::to_string(&r.results).unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(answers(V7), answers(V6));
+    searches_its_compact_codes(V7);
 }
 
 /// Format 6 stores what format 5 did, with each int8 vector in its 4-bit form: the same
@@ -225,16 +281,19 @@ fn an_incremental_build_over_a_v5_bundle_converts_its_vectors_without_embedding(
         |b: &bundle::Bundle| -> Vec<_> { b.vectors.as_ref().unwrap().vectors().cloned().collect() };
     assert_eq!(vectors(&built), vectors(&v6));
     assert_eq!(vectors_section(&bytes), vectors_section(V6));
+    // And the whole file is what a clean build of the current format writes.
+    assert_eq!(bytes, V7);
 }
 
 /// The raw bytes of a bundle's vectors section.
 fn vectors_section(bytes: &[u8]) -> Vec<u8> {
+    section(bytes, bundle::SectionKind::Vectors)
+}
+
+/// The raw bytes of one section of a bundle.
+fn section(bytes: &[u8], kind: bundle::SectionKind) -> Vec<u8> {
     let (header, body) = bundle::decode_header(bytes).unwrap();
-    let entry = header
-        .sections
-        .iter()
-        .find(|s| s.kind == bundle::SectionKind::Vectors)
-        .unwrap();
+    let entry = header.sections.iter().find(|s| s.kind == kind).unwrap();
     bundle::section_bytes(bytes, body, entry).unwrap().to_vec()
 }
 
@@ -242,7 +301,7 @@ fn vectors_section(bytes: &[u8]) -> Vec<u8> {
 /// breadcrumbs (the PDF's included), anchors, lines and pages.
 #[test]
 fn older_chunk_metadata_reads_back_the_same_from_the_packed_form() {
-    for old in [V1, V1_HYBRID, V2_MIXED, V3, V4, V5] {
+    for old in [V1, V1_HYBRID, V2_MIXED, V3, V4, V5, V6] {
         let decoded = bundle::decode(old).unwrap();
         let reread = bundle::decode(&bundle::encode(&decoded).unwrap()).unwrap();
         assert_eq!(reread.docs, decoded.docs);

@@ -286,7 +286,7 @@ fn a_misspelt_query_spells_its_suggestion_from_the_vocabulary_alone() {
             split.add(name, file).unwrap();
         }
     }
-    let forms = docloupe::search::suggest::surface_forms(&whole);
+    let forms = docloupe::search::suggest::surface_forms(&whole).unwrap();
     let mut filed = 0;
     for i in 0..n {
         let shard = split.vocabulary(i).unwrap();

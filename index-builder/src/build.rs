@@ -456,14 +456,22 @@ fn previous_bundle(
     let Some(vectors) = &old.vectors else {
         return Ok(Reuse::new());
     };
+    let texts = match old.text.all() {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(format!(
+                "{}: the previous bundle cannot be reused ({e}); every chunk is embedded",
+                out.display()
+            ));
+            return Ok(Reuse::new());
+        }
+    };
     let mut reuse = Reuse::new();
     if old.header.builder == builder_id() {
         for doc in &old.docs.documents {
             let range = doc.first_chunk as usize..(doc.first_chunk + doc.chunk_count) as usize;
-            let (Some(metas), Some(texts)) = (
-                old.docs.chunks.get(range.clone()),
-                old.text.texts.get(range),
-            ) else {
+            let (Some(metas), Some(texts)) = (old.docs.chunks.get(range.clone()), texts.get(range))
+            else {
                 continue;
             };
             let plan = metas
@@ -475,7 +483,7 @@ fn previous_bundle(
                     line_start: m.line_start,
                     line_end: m.line_end,
                     page_span: m.page_span,
-                    text: text.clone(),
+                    text: text.to_string(),
                 })
                 .collect();
             reuse
@@ -485,7 +493,7 @@ fn previous_bundle(
     }
     for q in vectors.vectors() {
         let i = q.chunk as usize;
-        let (Some(meta), Some(text)) = (old.docs.chunks.get(i), old.text.texts.get(i)) else {
+        let (Some(meta), Some(text)) = (old.docs.chunks.get(i), texts.get(i)) else {
             continue;
         };
         let input = embedding_input(&meta.section_path, text);

@@ -539,7 +539,7 @@ fn dump(path: &std::path::Path) -> Result<()> {
             "anchor": c.anchor,
             "lineStart": c.line_start,
             "lineEnd": c.line_end,
-            "text": bundle.text.texts[i],
+            "text": bundle.text.get(i)?,
         });
         let mut line = line;
         if let Some(p) = c.page_span {

@@ -37,7 +37,7 @@ pub fn encode(bundle: &Bundle) -> Result<Vec<u8>> {
             )?,
         ),
         (SectionKind::Lexical, to_bytes(&bundle.lexical, "lexical")?),
-        (SectionKind::Text, to_bytes(&bundle.text, "text")?),
+        (SectionKind::Text, bundle.text.encode()?),
     ];
     if let Some(v) = &bundle.vectors {
         parts.push((SectionKind::Vectors, to_bytes(v, "vectors")?));
@@ -275,7 +275,7 @@ pub(super) fn decode_sections<'a>(
     };
     drop(raw);
     let lexical: LexicalIndex = decode_exact(&required(SectionKind::Lexical)?, "lexical")?;
-    let text: TextSection = decode_exact(&required(SectionKind::Text)?, "text")?;
+    let text = TextSection::decode(&required(SectionKind::Text)?, version)?;
     let vectors: Option<VectorIndex> = match (with_vectors, verify_unread) {
         (true, _) => match section(SectionKind::Vectors)? {
             Some(raw) => {
@@ -314,10 +314,10 @@ fn validate(b: &Bundle, with_vectors: bool) -> Result<()> {
             c.documents, c.chunks
         ));
     }
-    if b.text.texts.len() != n_chunks {
+    if b.text.len() != n_chunks {
         return corrupt(format!(
             "{} chunk texts for {n_chunks} chunks",
-            b.text.texts.len()
+            b.text.len()
         ));
     }
     // Documents own consecutive, non-overlapping runs of chunks that cover them all, in

@@ -27,6 +27,7 @@ mod model;
 mod packed;
 mod path;
 pub mod split;
+mod text;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use file::BundleFile;
@@ -41,8 +42,9 @@ pub use path::{document_path_problem, url_scheme};
 /// vectors carry compact first-pass codes ([`crate::index::vector::Coded`]) instead of an
 /// HNSW graph. 5: chunk metadata packed (`packed.rs`: binary ids, breadcrumbs and anchors
 /// written once per change). 6: vectors in the 4-bit form, two values a byte
-/// ([`crate::index::vector::QVec::to_4bit`]).
-pub const FORMAT_VERSION: u32 = 6;
+/// ([`crate::index::vector::QVec::to_4bit`]). 7: chunk texts deflated in blocks, inflated
+/// as they are read (`text.rs`).
+pub const FORMAT_VERSION: u32 = 7;
 /// The oldest format version this engine still reads.
 #[cfg(feature = "vectors")]
 pub const OLDEST_FORMAT_VERSION: u32 = 1;

@@ -9,6 +9,8 @@ use crate::embed::ModelInfo;
 use crate::index::lexical::LexicalIndex;
 use crate::index::vector::VectorIndex;
 
+pub use super::text::TextSection;
+
 /// Describes the bundle; small, read first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Header {
@@ -202,11 +204,6 @@ pub struct ChunkMeta {
 pub struct DocsSection {
     pub documents: Vec<Document>,
     pub chunks: Vec<ChunkMeta>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TextSection {
-    pub texts: Vec<String>,
 }
 
 /// A decoded bundle. `vectors` is `None` for bundles built without embeddings.

@@ -241,7 +241,7 @@ pub struct FragShard {
 struct FragShardOut<'a> {
     documents: &'a [Document],
     chunks: Vec<PackedChunk>,
-    texts: &'a [String],
+    texts: Vec<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -383,7 +383,7 @@ pub fn split_with(
         let own = pack(std::slice::from_ref(doc), &docs.chunks[chunks.clone()])?;
         size += to_bytes(doc, "document")?.len()
             + to_bytes(&own, "chunks")?.len()
-            + to_bytes(&bundle.text.texts[chunks], "texts")?.len();
+            + to_bytes(&bundle.text.range(chunks)?, "texts")?.len();
         packed.extend(own);
         if size >= sizes.fragment || d + 1 == docs.documents.len() {
             let first = docs.documents[start].first_chunk as usize;
@@ -393,7 +393,7 @@ pub fn split_with(
             let body = FragShardOut {
                 documents: &docs.documents[start..d + 1],
                 chunks: std::mem::take(&mut packed),
-                texts: &bundle.text.texts[first..end],
+                texts: bundle.text.range(first..end)?,
             };
             add(shard, shard_file(bundle_id, shard, body)?);
             start = d + 1;
@@ -412,7 +412,7 @@ pub fn split_with(
         .len()
         .div_ceil(sizes.vocabulary.max(1))
         .clamp(1, MAX_VOCAB_SHARDS as usize) as u32;
-    let surfaces = crate::search::suggest::surface_forms(bundle);
+    let surfaces = crate::search::suggest::surface_forms(bundle)?;
     let mut vocabulary: Vec<Vocabulary> = (0..vocab_shards)
         .map(|_| Vocabulary {
             terms: Vec::new(),

@@ -267,7 +267,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
         header,
         docs: DocsSection { documents, chunks },
         lexical,
-        text: TextSection { texts },
+        text: TextSection::new(texts),
         vectors,
     })
 }

@@ -70,6 +70,9 @@ pub struct Corpus<'a> {
     data: &'a Data,
     /// Files a read needed, in the order first needed.
     missing: RefCell<Vec<ShardId>>,
+    /// The first read that found its data corrupt (a whole bundle's text block that does not
+    /// inflate), reported at the next checkpoint.
+    corrupt: RefCell<Option<Error>>,
 }
 
 impl<'a> Corpus<'a> {
@@ -77,6 +80,7 @@ impl<'a> Corpus<'a> {
         Corpus {
             data,
             missing: RefCell::new(Vec::new()),
+            corrupt: RefCell::new(None),
         }
     }
 
@@ -94,13 +98,22 @@ impl<'a> Corpus<'a> {
         }
     }
 
-    /// Whether a read so far hit a piece that is not loaded (what it read is a placeholder).
-    pub fn pending(&self) -> bool {
-        !self.missing.borrow().is_empty()
+    fn fail(&self, e: Error) {
+        self.corrupt.borrow_mut().get_or_insert(e);
     }
 
-    /// `Err(FilesNeeded)` when a read so far hit a piece that is not loaded.
+    /// Whether a read so far hit a piece that is not loaded, or corrupt (what it read is a
+    /// placeholder).
+    pub fn pending(&self) -> bool {
+        !self.missing.borrow().is_empty() || self.corrupt.borrow().is_some()
+    }
+
+    /// The error of the first corrupt read so far, else `Err(FilesNeeded)` when a read hit a
+    /// piece that is not loaded.
     pub fn checkpoint(&self) -> Result<()> {
+        if let Some(e) = self.corrupt.borrow_mut().take() {
+            return Err(e);
+        }
         let missing = self.missing.borrow();
         if missing.is_empty() {
             return Ok(());
@@ -197,7 +210,10 @@ impl<'a> Corpus<'a> {
 
     pub fn text(&self, c: u32) -> &'a str {
         match self.data {
-            Data::Whole(b) => &b.text.texts[c as usize],
+            Data::Whole(b) => b.text.get(c as usize).unwrap_or_else(|e| {
+                self.fail(e);
+                ""
+            }),
             Data::Split(s) => self.have(s.chunk(c).map(|x| x.1), ""),
         }
     }

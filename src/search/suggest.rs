@@ -161,7 +161,7 @@ fn most_frequent(counts: BTreeMap<String, usize>) -> Option<String> {
 /// Every term's surface form, in term order, as [`surface`] finds it over a whole bundle
 /// (`None` where no word of its sampled chunks makes the term). One pass over the chunks: a
 /// chunk is read for the terms whose first [`SURFACE_SAMPLE`] postings hold it.
-pub fn surface_forms(bundle: &crate::bundle::Bundle) -> Vec<Option<String>> {
+pub fn surface_forms(bundle: &crate::bundle::Bundle) -> crate::error::Result<Vec<Option<String>>> {
     let lexical = &bundle.lexical;
     let analyzer = Analyzer::for_version(bundle.header.analyzer.version);
     // Per chunk, the terms it is sampled for.
@@ -187,7 +187,7 @@ pub fn surface_forms(bundle: &crate::bundle::Bundle) -> Vec<Option<String>> {
         count_words(
             &analyzer,
             &[
-                &bundle.text.texts[c],
+                bundle.text.get(c)?,
                 &doc.title,
                 &meta.section_path.join(" "),
             ],
@@ -195,7 +195,7 @@ pub fn surface_forms(bundle: &crate::bundle::Bundle) -> Vec<Option<String>> {
             |i, word| *counts[i].entry(word).or_default() += 1,
         );
     }
-    counts.into_iter().map(most_frequent).collect()
+    Ok(counts.into_iter().map(most_frequent).collect())
 }
 
 /// Optimal string alignment distance (Levenshtein plus adjacent transpositions), or `None`
@@ -298,7 +298,7 @@ mod tests {
             "../../tests/fixtures/bundles/v4-coded.bundle"
         ))
         .unwrap();
-        let forms = super::surface_forms(&bundle);
+        let forms = super::surface_forms(&bundle).unwrap();
         let analyzer = crate::analyze::Analyzer::for_version(bundle.header.analyzer.version);
         let terms = bundle.lexical.terms.clone();
         let data = Data::Whole(bundle);

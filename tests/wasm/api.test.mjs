@@ -49,12 +49,16 @@ test('each build says what it is', () => {
 // formats 3 and 4's decoders out of this build. The budget became 105 KB with it: it shrinks
 // what first paint reads besides (cpp-docs' first fulltext result cold, wasm included, 193 →
 // 191.6 KB in `make bench-web-fulltext`), and 19 bytes of margin broke on line numbers.
+// Format 7's deflated text blocks (issue 23: cpp-docs' bundle 76.5 → 53.0 MB raw) cost 6.7 KB
+// (104,150 → 110,829): miniz_oxide's inflater 5.2 KB of it (measured with the call compiled
+// out), reading blocks lazily 1.5 KB. This build opens whole bundles too, so it must inflate
+// them; the budget became 112 KB.
 // Rebuild the lexical package (`bash www/build-wasm.sh lexical`, seconds) before committing a
 // change to code that build links.
-test('the lexical build stays within 105 KB brotli (quality 11), the budget for first paint', () => {
+test('the lexical build stays within 112 KB brotli (quality 11), the budget for first paint', () => {
   const wasm = fs.readFileSync(path.join(PKG, 'lexical', 'docloupe_bg.wasm'));
   const brotli = zlib.brotliCompressSync(wasm, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
-  assert.ok(brotli <= 105_000, `${brotli} bytes brotli`);
+  assert.ok(brotli <= 112_000, `${brotli} bytes brotli`);
   assert.equal(typeof new lexical.Engine(bundle).setRerankBudgetMs, 'undefined');
 });
 
