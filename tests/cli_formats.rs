@@ -395,3 +395,97 @@ fn a_bad_bundle_path_is_named_once() {
         );
     }
 }
+
+/// `--bundle` may name the folder `index-builder split` wrote: the CLI then reads the core and
+/// only the pieces a query needs, and answers exactly as from the bundle file, in every format,
+/// mode and batch (issue 23: the CLI should not decode the whole bundle per call).
+#[test]
+fn a_split_folder_answers_as_its_bundle_file() {
+    let (tmp, bundle) = common::portable_fixture_bundle_file();
+    let split = tmp.path().join("split");
+    let status = std::process::Command::new(common::index_builder_bin())
+        .arg("split")
+        .arg(&bundle)
+        .arg("--out")
+        .arg(&split)
+        .output()
+        .unwrap()
+        .status;
+    assert!(status.success());
+    let run = |from: &std::path::Path, args: &[&str], stdin: Option<&str>| {
+        let mut cmd = common::docloupe_search(from);
+        cmd.args([
+            "--models",
+            common::model_dir().to_str().unwrap(),
+            "--kernels",
+            "portable",
+        ]);
+        cmd.args(args).stdin(std::process::Stdio::piped());
+        cmd.stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let input = stdin.unwrap_or("").to_owned();
+        let mut pipe = child.stdin.take().unwrap();
+        std::thread::spawn(move || std::io::Write::write_all(&mut pipe, input.as_bytes()));
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        // Batch answers carry the engine's timings; the other formats say "N ms".
+        let lines: Vec<serde_json::Value> = match stdin {
+            Some(_) => text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+            None => vec![serde_json::Value::String(mask_times(&text))],
+        };
+        lines
+            .into_iter()
+            .map(|mut v| {
+                v.as_object_mut().map(|o| o.remove("timings"));
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    for mode in ["fulltext", "semantic", "hybrid"] {
+        for format in ["text", "json"] {
+            let args = [
+                "--mode", mode, "-f", format, "how", "big", "may", "the", "cache", "grow",
+            ];
+            let (file, folder) = (run(&bundle, &args, None), run(&split, &args, None));
+            assert_eq!(folder, file, "{mode} {format}");
+            assert!(
+                format!("{file:?}").contains("caching.md"),
+                "{mode}: {file:?}"
+            );
+        }
+    }
+    let batch: String = [
+        "configure the cache",
+        "cahce",
+        "установка",
+        "how big may the cache grow",
+    ]
+    .iter()
+    .flat_map(|q| {
+        ["fulltext", "semantic", "hybrid"].map(|m| {
+            format!(
+                "{}\n",
+                serde_json::json!({"query": q, "mode": m, "limit": 3})
+            )
+        })
+    })
+    .collect();
+    let (file, folder) = (
+        run(&bundle, &["--jsonl"], Some(&batch)),
+        run(&split, &["--jsonl"], Some(&batch)),
+    );
+    assert_eq!(file.len(), 12);
+    assert_eq!(folder, file);
+    // A folder that is not a split layout is named once, as an unreadable bundle is.
+    let out = common::docloupe_search(tmp.path())
+        .args(["--mode", "fulltext", "cache"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("core.bin"), "{stderr}");
+}

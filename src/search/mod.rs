@@ -188,7 +188,7 @@ impl Engine {
         mut fetch: impl FnMut(&str) -> Result<Vec<u8>>,
     ) -> Result<SearchResponse> {
         for _ in 0..MAX_FETCH_ROUNDS {
-            match self.search(req) {
+            match self.search_guarded(req) {
                 Err(Error::FilesNeeded(files)) => {
                     for name in files {
                         let bytes = fetch(&name)?;

@@ -49,7 +49,9 @@ enum Command {
 // default in front (the /search command file's `--format markdown`) takes the user's choice.
 #[command(args_override_self = true)]
 struct SearchArgs {
-    /// The bundle file written by `index-builder build`.
+    /// The bundle file written by `index-builder build`, or a folder `index-builder split`
+    /// wrote: then only the pieces a query needs are read (its core, the postings of its words,
+    /// the fragments of its results; every vector piece for semantic and hybrid search).
     #[arg(long)]
     bundle: PathBuf,
     #[command(flatten)]
@@ -260,11 +262,11 @@ fn search(args: SearchArgs) -> Result<()> {
     docloupe::embed::use_kernels(args.kernels)?;
     // The header first: the mode (and so whether the vectors are read at all) depends on it.
     // An unreadable file's error already names it.
-    let file = BundleFile::open(&args.bundle).map_err(|e| match e {
+    let source = Source::open(&args.bundle).map_err(|e| match e {
         docloupe::Error::Unreadable { .. } => anyhow::Error::new(e),
         e => anyhow::Error::new(e).context(format!("cannot load {}", args.bundle.display())),
     })?;
-    let header = file.header().clone();
+    let header = source.header().clone();
     let mode = match args.mode {
         Some(ModeArg::Hybrid) => Mode::Hybrid,
         Some(ModeArg::Fulltext) => Mode::Fulltext,
@@ -299,21 +301,20 @@ fn search(args: SearchArgs) -> Result<()> {
             }
         }
     };
-    // A single fulltext query neither reads nor decodes the vectors.
-    let bundle = file
-        .decode(args.jsonl || mode != Mode::Fulltext)
-        .with_context(|| format!("cannot load {}", args.bundle.display()))?;
     let embedder = models.as_ref().map(Embedder::new).transpose()?;
-    let mut engine = Engine::from_decoded(bundle, embedder)
-        .with_context(|| format!("cannot load {}", args.bundle.display()))?
-        .with_options(EngineOptions {
-            max_limit: args.max_limit,
-            fusion: args.fusion,
-            rerank_weight: args.rerank_weight,
-            explain_features: args.explain_features,
-            match_floor: args.match_floor,
-            ..args.model_args.engine_options()
-        });
+    // A single fulltext query neither reads nor decodes the vectors.
+    let wants_vectors = args.jsonl || mode != Mode::Fulltext;
+    let (engine, folder) = source
+        .into_engine(embedder, wants_vectors)
+        .with_context(|| format!("cannot load {}", args.bundle.display()))?;
+    let mut engine = engine.with_options(EngineOptions {
+        max_limit: args.max_limit,
+        fusion: args.fusion,
+        rerank_weight: args.rerank_weight,
+        explain_features: args.explain_features,
+        match_floor: args.match_floor,
+        ..args.model_args.engine_options()
+    });
     // Only hybrid requests rerank; a single fulltext/semantic query skips loading a model.
     let wants_reranker = args.jsonl || mode == Mode::Hybrid;
     if wants_reranker && header.flags.hybrid {
@@ -322,8 +323,12 @@ fn search(args: SearchArgs) -> Result<()> {
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let mut ask = |req: &docloupe::SearchRequest| match &folder {
+        Some(dir) => engine.search_fetching(req, |name| read_piece(dir, name)),
+        None => engine.search_guarded(req),
+    };
     if args.jsonl {
-        return batch(&engine, &mut out);
+        return batch(&mut ask, &mut out);
     }
     // The /search options are search_documents' arguments, checked the same way.
     let mut request = DocumentsRequest::new(args.query.join(" "));
@@ -349,8 +354,7 @@ fn search(args: SearchArgs) -> Result<()> {
         if let Some(skip) = args.offset {
             contract.offset = Some(skip as usize);
         }
-        engine
-            .search_guarded(&contract)
+        ask(&contract)
             .map(|r| (req, r))
             .map_err(|e| DocumentsError::from_contract(&docloupe::ErrorResponse::from(&e)))
     });
@@ -396,7 +400,73 @@ const MAX_JSONL_LINE: usize = 1 << 20;
 /// `--jsonl`: one request per line in, one response or error object per line out. A line
 /// that is not UTF-8 or is over [`MAX_JSONL_LINE`] bytes gets an error object and the batch
 /// goes on.
-fn batch(engine: &Engine, out: &mut impl Write) -> Result<()> {
+/// What `--bundle` names: a bundle file, read section by section, or a split folder, read
+/// piece by piece as queries need them.
+enum Source {
+    File(Box<BundleFile>),
+    Split { dir: PathBuf, engine: Box<Engine> },
+}
+
+impl Source {
+    fn open(path: &std::path::Path) -> docloupe::Result<Source> {
+        if !path.is_dir() {
+            return BundleFile::open(path).map(|f| Source::File(Box::new(f)));
+        }
+        let core = read_piece(path, "core.bin")?;
+        Ok(Source::Split {
+            dir: path.to_owned(),
+            engine: Box::new(Engine::split(&core)?),
+        })
+    }
+
+    fn header(&self) -> &docloupe::bundle::Header {
+        match self {
+            Source::File(f) => f.header(),
+            Source::Split { engine, .. } => engine.header(),
+        }
+    }
+
+    /// The engine, with the vectors (every piece, for a split folder) when `with_vectors`,
+    /// and the split folder queries read their pieces from.
+    fn into_engine(
+        self,
+        embedder: Option<Embedder>,
+        with_vectors: bool,
+    ) -> docloupe::Result<(Engine, Option<PathBuf>)> {
+        match self {
+            Source::File(f) => Ok((
+                Engine::from_decoded(f.decode(with_vectors)?, embedder)?,
+                None,
+            )),
+            Source::Split { dir, mut engine } => {
+                if with_vectors {
+                    for name in engine.missing_vector_files() {
+                        engine.add_split_file(&name, &read_piece(&dir, &name)?)?;
+                    }
+                }
+                if let Some(e) = embedder {
+                    engine.install_embedder(e)?;
+                }
+                Ok((*engine, Some(dir)))
+            }
+        }
+    }
+}
+
+/// One file of a split folder. The names come from the engine (`core.bin`, then the
+/// pieces its core lists), never from a document.
+fn read_piece(dir: &std::path::Path, name: &str) -> docloupe::Result<Vec<u8>> {
+    let path = dir.join(name);
+    std::fs::read(&path).map_err(|e| docloupe::Error::Unreadable {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+fn batch(
+    ask: &mut impl FnMut(&docloupe::SearchRequest) -> docloupe::Result<docloupe::SearchResponse>,
+    out: &mut impl Write,
+) -> Result<()> {
     let mut input = std::io::stdin().lock();
     let mut buf = Vec::new();
     while let Some(complete) =
@@ -408,7 +478,9 @@ fn batch(engine: &Engine, out: &mut impl Write) -> Result<()> {
             ))),
             (true, Err(e)) => Err(invalid_line(format!("the request line is not UTF-8 ({e})"))),
             (true, Ok(line)) if line.trim().is_empty() => continue,
-            (true, Ok(line)) => engine.search_json(line),
+            (true, Ok(line)) => docloupe::SearchRequest::from_json(line)
+                .and_then(|req| ask(&req))
+                .map_err(docloupe::ErrorResponse::from),
         };
         match answer {
             Ok(r) => serde_json::to_writer(&mut *out, &r)?,
