@@ -20,7 +20,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext reranker try-recipes clean-cache ranker fuzz setup-fuzz
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext bench-scale reranker try-recipes clean-cache ranker fuzz setup-fuzz
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -32,6 +32,7 @@ help:
 	@echo "make wasm   build the lexical, full and portable wasm packages into www/pkg"
 	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
 	@echo "make bench-web-fulltext  the model-free part of bench-web (cold first result, typos, warm fulltext) in minutes"
+	@echo "make bench-scale  110K documents: build, sizes, split, CLI/MCP/Worker latency and memory (SCALE_ARGS=--embeddings: ~7.5 h)"
 	@echo "make edge   the search API as a Cloudflare Worker on local workerd, http://127.0.0.1:8787 (demo bundle)"
 	@echo "make bench-edge  wrk load on the local Worker (100 connections, 30 s), RSS, size vs Cloudflare's limits"
 	@echo "make try-recipes  build a sample site with mdBook, VitePress, Docusaurus, Starlight + docloupe; check each in Chromium"
@@ -146,6 +147,13 @@ test: models lint unit test-wasm test-web test-edge test-mcp
 bench: models build
 	$(CARGO) build --release --example build_efficiency
 	python3 tests/bench/build_bench.py
+
+# Over 100,000 documents (en-large-cpp-docs in ten versions plus every other corpus, made once
+# into the cache): build, bundle and split sizes, CLI, MCP and Worker latency and memory
+# (tests/bench/scale.py; lexical by default: with --embeddings the build takes ~7.5 h here).
+bench-scale: build wasm-lexical setup-edge
+	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends wrk >/dev/null; }
+	python3 tests/bench/scale.py $(SCALE_ARGS)
 
 # Retrains the committed reranker from scratch (≈ 1 h on 2 cores); see prebuild/reranker/MODEL_CARD.md.
 reranker: models

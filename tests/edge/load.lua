@@ -11,6 +11,14 @@ local queries = {
   "link a local package", "semver ranges", "npm token", "outdated packages", "npx",
   "lifecycle scripts", "update npm",
 }
+-- LOAD_QUERIES: a file of queries, one a line, instead (make bench-scale: C++ questions).
+local from_file = os.getenv("LOAD_QUERIES")
+if from_file then
+  queries = {}
+  for line in io.lines(from_file) do
+    if line ~= "" then table.insert(queries, line) end
+  end
+end
 local counter = 0
 local threads = {}
 
