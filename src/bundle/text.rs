@@ -191,7 +191,8 @@ fn no_text(i: usize) -> Error {
     Error::Corrupt(format!("no text for chunk {i}"))
 }
 
-/// Cuts `texts` into blocks of about [`BLOCK_BYTES`] and deflates each.
+/// Cuts `texts` into blocks of about [`BLOCK_BYTES`] and deflates each, natively on every
+/// core (the blocks come back in order, so the bytes are the same on any number of threads).
 fn make_blocks(texts: &[String]) -> Result<Vec<Block>> {
     let mut runs = Vec::new();
     let (mut start, mut size) = (0, 0);
@@ -202,22 +203,29 @@ fn make_blocks(texts: &[String]) -> Result<Vec<Block>> {
             (start, size) = (i + 1, 0);
         }
     }
-    runs.into_iter()
-        .map(|run| {
-            let raw = super::format::to_bytes(&texts[run.clone()], "text block")?;
-            let mut deflated = miniz_oxide::deflate::compress_to_vec(&raw, 9);
-            if raw.len() > deflated.len() * MAX_RATIO {
-                // Stored, so that no block inflates past MAX_RATIO (see the module's note).
-                deflated = miniz_oxide::deflate::compress_to_vec(&raw, 0);
-            }
-            Ok(Block {
-                texts: run.len() as u32,
-                raw: u32::try_from(raw.len())
-                    .map_err(|_| Error::Encode("a text block over 4 GiB".into()))?,
-                deflated,
-            })
-        })
-        .collect()
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        runs.into_par_iter().map(|r| deflate(&texts[r])).collect()
+    }
+    #[cfg(target_arch = "wasm32")]
+    runs.into_iter().map(|r| deflate(&texts[r])).collect()
+}
+
+/// One block: `texts` deflated at level 9, or stored when that would pass [`MAX_RATIO`].
+fn deflate(texts: &[String]) -> Result<Block> {
+    let raw = super::format::to_bytes(texts, "text block")?;
+    let mut deflated = miniz_oxide::deflate::compress_to_vec(&raw, 9);
+    if raw.len() > deflated.len() * MAX_RATIO {
+        // Stored, so that no block inflates past MAX_RATIO (see the module's note).
+        deflated = miniz_oxide::deflate::compress_to_vec(&raw, 0);
+    }
+    Ok(Block {
+        texts: texts.len() as u32,
+        raw: u32::try_from(raw.len())
+            .map_err(|_| Error::Encode("a text block over 4 GiB".into()))?,
+        deflated,
+    })
 }
 
 /// A block's texts, or `Err` when it does not inflate to exactly them. (No message: turning
