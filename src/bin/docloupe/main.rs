@@ -397,9 +397,6 @@ fn page_of(req: &DocumentsRequest, offset: Option<u32>) -> render::Page {
 /// Longest request line `--jsonl` reads; a longer one is answered INVALID_REQUEST.
 const MAX_JSONL_LINE: usize = 1 << 20;
 
-/// `--jsonl`: one request per line in, one response or error object per line out. A line
-/// that is not UTF-8 or is over [`MAX_JSONL_LINE`] bytes gets an error object and the batch
-/// goes on.
 /// What `--bundle` names: a bundle file, read section by section, or a split folder, read
 /// piece by piece as queries need them.
 enum Source {
@@ -463,6 +460,9 @@ fn read_piece(dir: &std::path::Path, name: &str) -> docloupe::Result<Vec<u8>> {
     })
 }
 
+/// `--jsonl`: one request per line in, one response or error object per line out. A line
+/// that is not UTF-8 or is over [`MAX_JSONL_LINE`] bytes gets an error object and the batch
+/// goes on.
 fn batch(
     ask: &mut impl FnMut(&docloupe::SearchRequest) -> docloupe::Result<docloupe::SearchResponse>,
     out: &mut impl Write,
