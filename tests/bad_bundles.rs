@@ -413,6 +413,16 @@ fn overlapping_chunk_runs_and_nonsense_constants_are_corrupt() {
 /// `bytes` with its text section replaced by what `edit` makes of it, every checksum and
 /// offset written anew (a crafted file, not an accident).
 fn with_text_section(bytes: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    with_section(bytes, bundle::SectionKind::Text, edit)
+}
+
+/// `bytes` with its `kind` section replaced by what `edit` makes of it (see
+/// [`with_text_section`]).
+fn with_section(
+    bytes: &[u8],
+    kind: bundle::SectionKind,
+    edit: impl FnOnce(&mut Vec<u8>),
+) -> Vec<u8> {
     use sha2::{Digest, Sha256};
     let (mut header, body) = bundle::decode_header(bytes).unwrap();
     let mut sections: Vec<Vec<u8>> = header
@@ -420,12 +430,8 @@ fn with_text_section(bytes: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
         .iter()
         .map(|e| bundle::section_bytes(bytes, body, e).unwrap().to_vec())
         .collect();
-    let text = header
-        .sections
-        .iter()
-        .position(|e| e.kind == bundle::SectionKind::Text)
-        .unwrap();
-    edit(&mut sections[text]);
+    let at = header.sections.iter().position(|e| e.kind == kind).unwrap();
+    edit(&mut sections[at]);
     let mut offset = 0;
     for (entry, section) in header.sections.iter_mut().zip(&sections) {
         entry.offset = offset;
@@ -474,5 +480,35 @@ fn a_text_block_that_does_not_inflate_fails_the_search_that_reads_it() {
     match search(docloupe::Mode::Fulltext) {
         Err(Error::Corrupt(m)) => assert!(m.contains("text block 0"), "{m}"),
         other => panic!("{other:?}"),
+    }
+}
+
+/// Format 8 inflates the docs and lexical sections and the vector blocks when a bundle loads:
+/// a stream that is not DEFLATE (checksums rewritten) is refused then, in memory and from a
+/// file alike, with `Corrupt` naming what failed.
+#[test]
+fn a_deflated_section_that_does_not_inflate_is_refused_at_load() {
+    use bundle::SectionKind::{Docs, Lexical, Vectors};
+    let good = good();
+    // Where the first DEFLATE stream starts, after that many varints: docs and lexical: the
+    // inflated length, the stream's length. Vectors: the variant, bits a value, dims, the
+    // number of blocks, the first block's rows, its stream's length.
+    for (kind, varints, says) in [
+        (Docs, 2, "docs: "),
+        (Lexical, 2, "lexical: "),
+        (Vectors, 6, "vector block 0 does not inflate"),
+    ] {
+        let bad = with_section(&good, kind, |s| {
+            let mut at = 0;
+            for _ in 0..varints {
+                at += s[at..].iter().take_while(|b| **b >= 0x80).count() + 1;
+            }
+            // BFINAL set, block type 3: reserved, never valid DEFLATE.
+            s[at] = 0xff;
+        });
+        match load(&bad) {
+            Err(Error::Corrupt(m)) => assert!(m.contains(says), "{m}"),
+            other => panic!("{says}: {:?}", other.err()),
+        }
     }
 }

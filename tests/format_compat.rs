@@ -14,8 +14,10 @@
 //! `--model` (all-MiniLM-L6-v2 int8), `--compact-threshold 1` (compact first-pass codes) and
 //! `--project docloupe/fixtures`. `v5-coded.bundle` was written by format version 5 (chunk
 //! metadata packed) with the same arguments, `v6-coded.bundle` by format version 6 (vectors
-//! in the 4-bit form) with the same arguments again, and `v7-coded.bundle` by format version 7
-//! (chunk texts deflated in blocks) with the same arguments once more.
+//! in the 4-bit form) with the same arguments again, `v7-coded.bundle` by format version 7
+//! (chunk texts deflated in blocks) with the same arguments once more, and `v8-coded.bundle`
+//! by format version 8 (docs and lexical sections deflated, vectors deflated in rows, codes
+//! computed when read) with the same arguments.
 //! Never regenerate them — add new files for a new format version instead.
 
 mod common;
@@ -38,6 +40,8 @@ const V5: &[u8] = include_bytes!("fixtures/bundles/v5-coded.bundle");
 const V6: &[u8] = include_bytes!("fixtures/bundles/v6-coded.bundle");
 /// Format 7: chunk texts deflated in blocks.
 const V7: &[u8] = include_bytes!("fixtures/bundles/v7-coded.bundle");
+/// Format 8: every section deflated; the compact codes computed when read.
+const V8: &[u8] = include_bytes!("fixtures/bundles/v8-coded.bundle");
 
 #[test]
 fn a_frozen_v1_bundle_still_loads_and_answers() {
@@ -173,12 +177,12 @@ fn a_bundle_is_queried_with_the_analyzer_rules_it_was_built_with() {
 
 #[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 7 the encoder must still write exactly these bytes, from the
-    // blocks as read and from the texts as plain strings; when the format changes, this test
-    // moves to the new version's frozen file.
-    if FORMAT_VERSION == 7 {
-        let read = bundle::decode(V7).unwrap();
-        assert_eq!(bundle::encode(&read).unwrap(), V7);
+    // While FORMAT_VERSION is 8 the encoder must still write exactly these bytes, from the
+    // text blocks as read and from the texts as plain strings; when the format changes, this
+    // test moves to the new version's frozen file.
+    if FORMAT_VERSION == 8 {
+        let read = bundle::decode(V8).unwrap();
+        assert_eq!(bundle::encode(&read).unwrap(), V8);
         let texts = read
             .text
             .all()
@@ -190,8 +194,53 @@ fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
             text: bundle::TextSection::new(texts),
             ..read
         };
-        assert_eq!(bundle::encode(&plain).unwrap(), V7);
+        assert_eq!(bundle::encode(&plain).unwrap(), V8);
     }
+}
+
+/// Format 8 stores what format 7 did, deflated: the same documents, chunks, postings, texts
+/// and vectors, and the same compact codes, which it no longer stores but computes when read;
+/// the same answers.
+#[test]
+fn a_frozen_v8_bundle_holds_the_v7_data_deflated() {
+    let (v7, v8) = (bundle::decode(V7).unwrap(), bundle::decode(V8).unwrap());
+    assert_eq!(v8.docs, v7.docs);
+    assert_eq!(v8.lexical, v7.lexical);
+    assert_eq!(v8.text, v7.text);
+    assert_eq!(
+        section(V8, bundle::SectionKind::Text),
+        section(V7, bundle::SectionKind::Text)
+    );
+    use docloupe::index::vector::VectorIndex;
+    let (Some(VectorIndex::Coded(a)), Some(VectorIndex::Coded(b))) = (&v7.vectors, &v8.vectors)
+    else {
+        panic!("both fixtures hold compact codes");
+    };
+    assert_eq!(a, b);
+    // Only how the docs and lexical sections are stored differs.
+    for kind in [bundle::SectionKind::Docs, bundle::SectionKind::Lexical] {
+        assert_ne!(section(V8, kind), section(V7, kind));
+    }
+    assert_eq!(answers(V8), answers(V7));
+    searches_its_compact_codes(V8);
+}
+
+/// What a bundle answers to one question in each mode, as JSON.
+fn answers(bytes: &[u8]) -> Vec<String> {
+    let engine = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
+    [Mode::Fulltext, Mode::Semantic, Mode::Hybrid]
+        .into_iter()
+        .map(|mode| {
+            let r = engine
+                .search(&SearchRequest {
+                    query: "how big may the cache grow".into(),
+                    mode: Some(mode),
+                    ..Default::default()
+                })
+                .unwrap();
+            serde_json::to_string(&r.results).unwrap()
+        })
+        .collect()
 }
 
 /// Format 7 stores what format 6 did, the chunk texts deflated: the same documents, chunks,
@@ -213,22 +262,6 @@ fn a_frozen_v7_bundle_holds_the_v6_texts_deflated() {
         deflated.len(),
         plain.len()
     );
-    let answers = |bytes: &[u8]| -> Vec<String> {
-        let engine = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
-        [Mode::Fulltext, Mode::Semantic, Mode::Hybrid]
-            .into_iter()
-            .map(|mode| {
-                let r = engine
-                    .search(&SearchRequest {
-                        query: "how big may the cache grow".into(),
-                        mode: Some(mode),
-                        ..Default::default()
-                    })
-                    .unwrap();
-                serde_json::to_string(&r.results).unwrap()
-            })
-            .collect()
-    };
     assert_eq!(answers(V7), answers(V6));
     searches_its_compact_codes(V7);
 }
@@ -280,9 +313,8 @@ fn an_incremental_build_over_a_v5_bundle_converts_its_vectors_without_embedding(
     let vectors =
         |b: &bundle::Bundle| -> Vec<_> { b.vectors.as_ref().unwrap().vectors().cloned().collect() };
     assert_eq!(vectors(&built), vectors(&v6));
-    assert_eq!(vectors_section(&bytes), vectors_section(V6));
     // And the whole file is what a clean build of the current format writes.
-    assert_eq!(bytes, V7);
+    assert_eq!(bytes, V8);
 }
 
 /// The raw bytes of a bundle's vectors section.
@@ -301,7 +333,7 @@ fn section(bytes: &[u8], kind: bundle::SectionKind) -> Vec<u8> {
 /// breadcrumbs (the PDF's included), anchors, lines and pages.
 #[test]
 fn older_chunk_metadata_reads_back_the_same_from_the_packed_form() {
-    for old in [V1, V1_HYBRID, V2_MIXED, V3, V4, V5, V6] {
+    for old in [V1, V1_HYBRID, V2_MIXED, V3, V4, V5, V6, V7] {
         let decoded = bundle::decode(old).unwrap();
         let reread = bundle::decode(&bundle::encode(&decoded).unwrap()).unwrap();
         assert_eq!(reread.docs, decoded.docs);

@@ -424,15 +424,9 @@ fn inspect(path: &std::path::Path) -> Result<()> {
     for s in &header.sections {
         let raw = docloupe::bundle::section_bytes(&bytes, body, s)?;
         if s.kind.name() == "vectors" {
-            // postcard writes the variant of `VectorIndex` first, as a one-byte varint.
-            // 0–2 hold int8 vectors, 3 and 4 the 4-bit form (format 6).
-            (vector_index, vector_bits) = match raw.first() {
-                Some(0) => (Some("exact"), Some(8)),
-                Some(1) => (Some("hnsw"), Some(8)),
-                Some(2) => (Some("coded"), Some(8)),
-                Some(3) => (Some("exact"), Some(4)),
-                Some(4) => (Some("coded"), Some(4)),
-                _ => (Some("unknown"), None),
+            (vector_index, vector_bits) = match docloupe::index::vector::wire_kind(raw) {
+                Some((kind, bits)) => (Some(kind), Some(bits)),
+                None => (Some("unknown"), None),
             };
         }
         sections.push(serde_json::json!({

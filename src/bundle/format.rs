@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::deflated;
 use super::model::*;
 use super::packed::{budget_for, pack, unpack, DocsIn, DocsOut};
 use super::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
@@ -25,22 +26,39 @@ pub(super) fn to_bytes<T: Serialize + ?Sized>(value: &T, what: &str) -> Result<V
 /// Serializes a bundle. The section table in `bundle.header` is rewritten to match the
 /// sections actually written.
 pub fn encode(bundle: &Bundle) -> Result<Vec<u8>> {
+    let docs = || -> Result<Vec<u8>> {
+        let raw = to_bytes(
+            &DocsOut {
+                documents: &bundle.docs.documents,
+                chunks: pack(&bundle.docs.documents, &bundle.docs.chunks)?,
+            },
+            "docs",
+        )?;
+        deflated::wrap(&raw, "docs")
+    };
+    let lexical = || deflated::wrap(&to_bytes(&bundle.lexical, "lexical")?, "lexical");
+    let vectors = || {
+        bundle
+            .vectors
+            .as_ref()
+            .map(|v| to_bytes(v, "vectors"))
+            .transpose()
+    };
+    // Each section is deflated on its own core natively (the same bytes either way).
+    #[cfg(not(target_arch = "wasm32"))]
+    let ((docs, lexical), (text, vectors)) = rayon::join(
+        || rayon::join(docs, lexical),
+        || rayon::join(|| bundle.text.encode(), vectors),
+    );
+    #[cfg(target_arch = "wasm32")]
+    let (docs, lexical, text, vectors) = (docs(), lexical(), bundle.text.encode(), vectors());
     let mut parts: Vec<(SectionKind, Vec<u8>)> = vec![
-        (
-            SectionKind::Docs,
-            to_bytes(
-                &DocsOut {
-                    documents: &bundle.docs.documents,
-                    chunks: pack(&bundle.docs.documents, &bundle.docs.chunks)?,
-                },
-                "docs",
-            )?,
-        ),
-        (SectionKind::Lexical, to_bytes(&bundle.lexical, "lexical")?),
-        (SectionKind::Text, bundle.text.encode()?),
+        (SectionKind::Docs, docs?),
+        (SectionKind::Lexical, lexical?),
+        (SectionKind::Text, text?),
     ];
-    if let Some(v) = &bundle.vectors {
-        parts.push((SectionKind::Vectors, to_bytes(v, "vectors")?));
+    if let Some(v) = vectors? {
+        parts.push((SectionKind::Vectors, v));
     }
     let mut header = bundle.header.clone();
     header.sections.clear();
@@ -242,7 +260,8 @@ pub(super) fn check_sections_fit(header: &Header, body_start: usize, len: u64) -
 
 /// Decodes a bundle section by section and validates it. `section(kind)` gives the
 /// checksum-verified bytes of one section (`None`: the bundle has none), each asked for once and
-/// dropped once decoded, so a reader that owns them holds one raw section at a time. `version`
+/// dropped once decoded, so a reader that owns them holds one raw section at a time (the
+/// docs and lexical sections, decoded side by side, together). `version`
 /// is the file's format version (the layout of its docs section). Without `with_vectors` the
 /// vectors are not decoded, and asked for only when `verify_unread`.
 pub(super) fn decode_sections<'a>(
@@ -255,32 +274,53 @@ pub(super) fn decode_sections<'a>(
     let mut required = |kind: SectionKind| {
         section(kind)?.ok_or_else(|| Error::Corrupt(format!("section {} is missing", kind.name())))
     };
-    let raw = required(SectionKind::Docs)?;
-    let docs: DocsSection = match version {
-        #[cfg(feature = "vectors")]
-        1 => decode_exact::<super::legacy::DocsSectionV1>(&raw, "docs")?.into(),
-        #[cfg(feature = "vectors")]
-        2 => decode_exact::<super::legacy::DocsSectionV2>(&raw, "docs")?.into(),
-        #[cfg(feature = "vectors")]
-        3 | 4 => decode_exact(&raw, "docs")?,
-        _ => {
-            let docs: DocsIn = decode_exact(&raw, "docs")?;
-            let chunks = unpack(&docs.documents, 0, docs.chunks, budget_for(raw.len()))
-                .map_err(Error::Corrupt)?;
-            DocsSection {
-                documents: docs.documents,
-                chunks,
-            }
-        }
+    // Format 8 deflates the docs and lexical sections whole; natively the two are inflated
+    // and decoded on two cores.
+    let inflated = |raw: Cow<'a, [u8]>, kind: SectionKind| -> Result<Cow<'a, [u8]>> {
+        Ok(if version >= 8 {
+            Cow::Owned(deflated::unwrap(&raw, kind.name())?)
+        } else {
+            raw
+        })
     };
-    drop(raw);
-    let lexical: LexicalIndex = decode_exact(&required(SectionKind::Lexical)?, "lexical")?;
+    let (docs_raw, lexical_raw) = (
+        required(SectionKind::Docs)?,
+        required(SectionKind::Lexical)?,
+    );
+    let docs = || -> Result<DocsSection> {
+        let raw = inflated(docs_raw, SectionKind::Docs)?;
+        Ok(match version {
+            #[cfg(feature = "vectors")]
+            1 => decode_exact::<super::legacy::DocsSectionV1>(&raw, "docs")?.into(),
+            #[cfg(feature = "vectors")]
+            2 => decode_exact::<super::legacy::DocsSectionV2>(&raw, "docs")?.into(),
+            #[cfg(feature = "vectors")]
+            3 | 4 => decode_exact(&raw, "docs")?,
+            _ => {
+                let docs: DocsIn = decode_exact(&raw, "docs")?;
+                let chunks = unpack(&docs.documents, 0, docs.chunks, budget_for(raw.len()))
+                    .map_err(Error::Corrupt)?;
+                DocsSection {
+                    documents: docs.documents,
+                    chunks,
+                }
+            }
+        })
+    };
+    let lexical = || -> Result<LexicalIndex> {
+        decode_exact(&inflated(lexical_raw, SectionKind::Lexical)?, "lexical")
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    let (docs, lexical) = rayon::join(docs, lexical);
+    #[cfg(target_arch = "wasm32")]
+    let (docs, lexical) = (docs(), lexical());
+    let (docs, lexical) = (docs?, lexical?);
     let text = TextSection::decode(&required(SectionKind::Text)?, version)?;
     let vectors: Option<VectorIndex> = match (with_vectors, verify_unread) {
         (true, _) => match section(SectionKind::Vectors)? {
             Some(raw) => {
                 crate::index::vector::validate_graph_bytes(&raw)?;
-                Some(decode_exact(&raw, "vectors")?)
+                Some(crate::index::vector::decode(&raw)?)
             }
             None => None,
         },

@@ -14,10 +14,13 @@
 //! Sections are independently decodable so a browser can fetch the small ones first:
 //! `docs` (document + chunk metadata), `lexical` (term dictionary + postings), `text`
 //! (chunk text for snippets and context) and `vectors` (4-bit vectors, or int8 before format
-//! 6; scanned exactly or through compact codes, or an HNSW graph before format 4).
+//! 6; scanned exactly or through compact codes, or an HNSW graph before format 4). From
+//! format 8 every section is deflated (`deflated.rs`): `docs` and `lexical` whole, `text`
+//! and `vectors` in blocks.
 //! Nothing in a bundle depends on time, hash-map order or thread scheduling: the same
 //! input gives the same bytes.
 
+pub(crate) mod deflated;
 #[cfg(not(target_arch = "wasm32"))]
 mod file;
 mod format;
@@ -43,8 +46,10 @@ pub use path::{document_path_problem, url_scheme};
 /// HNSW graph. 5: chunk metadata packed (`packed.rs`: binary ids, breadcrumbs and anchors
 /// written once per change). 6: vectors in the 4-bit form, two values a byte
 /// ([`crate::index::vector::QVec::to_4bit`]). 7: chunk texts deflated in blocks, inflated
-/// as they are read (`text.rs`).
-pub const FORMAT_VERSION: u32 = 7;
+/// as they are read (`text.rs`). 8: the `docs` and `lexical` sections deflated whole
+/// (`deflated.rs`), the vectors deflated in blocks of rows with their compact codes computed
+/// when read ([`crate::index::vector`]).
+pub const FORMAT_VERSION: u32 = 8;
 /// The oldest format version this engine still reads.
 #[cfg(feature = "vectors")]
 pub const OLDEST_FORMAT_VERSION: u32 = 1;

@@ -714,9 +714,9 @@ impl SplitBundle {
             section.extend_from_slice(&piece.take().unwrap_or_default());
         }
         super::format::verify_section(&section, &entry)?;
-        use crate::index::vector::{validate_graph_bytes, VectorIndex};
+        use crate::index::vector::validate_graph_bytes;
         validate_graph_bytes(&section)?;
-        let vectors: VectorIndex = decode_exact(&section, "vectors")?;
+        let vectors = crate::index::vector::decode(&section)?;
         let dims = self.core.header.embedding.as_ref().map_or(0, |m| m.dims);
         vectors.validate(self.n_chunks(), dims as usize)?;
         let positions = vectors.positions(self.n_chunks());

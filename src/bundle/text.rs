@@ -5,18 +5,19 @@
 //! bundle keeps the blocks as they are and inflates one the first time one of its texts is
 //! read, so a search inflates only the blocks of the chunks it ranks and shows, and a
 //! fulltext call of the CLI reads a quarter of the text's bytes and inflates a few of them.
-//! On en-large-cpp-docs (120,698 chunks) the section goes from 32.8 MB to about 9 MB.
+//! On en-large-cpp-docs (120,698 chunks) the section goes from 32.8 MB to 9.3 MB.
 //!
 //! A crafted block cannot cost unbounded memory: each block records how many bytes it
-//! inflates to, at most [`MAX_RATIO`] times its own length (the builder stores a block that
-//! would compress better than that uncompressed), and inflating stops at that count. A block
-//! that does not inflate to exactly its texts is `Corrupt`, reported by the read that hit it.
+//! inflates to, at most [`deflated::MAX_RATIO`] times its own length, and inflating stops at
+//! that count. A block that does not inflate to exactly its texts is `Corrupt`, reported by
+//! the read that hit it.
 
 use std::ops::Range;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use super::deflated;
 use super::format::decode_exact;
 use crate::error::{Error, Result};
 
@@ -24,9 +25,6 @@ use crate::error::{Error, Result};
 /// Chosen on en-large-cpp-docs: 8 / 16 / 32 KiB blocks deflate its 32.6 MB of text to
 /// 9.9 / 8.9 / 8.2 MB, and inflate in about 40 / 80 / 130 µs a block.
 pub const BLOCK_BYTES: usize = 16 * 1024;
-
-/// The most bytes a block may inflate to per byte it holds. Real text deflates about 4:1.
-pub const MAX_RATIO: usize = 64;
 
 /// The chunks' texts. Built from plain strings ([`TextSection::new`], and formats 1 to 6), or
 /// decoded from format 7's blocks, which are inflated one at a time as they are read.
@@ -58,7 +56,7 @@ struct Block {
     /// The length of the postcard-encoded texts it inflates to.
     raw: u32,
     /// Raw DEFLATE of the postcard-encoded `Vec<String>` of its texts.
-    deflated: Vec<u8>,
+    deflated: deflated::Bytes,
 }
 
 /// Format 7's `text` section as written.
@@ -152,7 +150,7 @@ impl TextSection {
         let mut starts = Vec::with_capacity(blocks.len() + 1);
         let mut next = 0u32;
         for (k, b) in blocks.iter().enumerate() {
-            let fits = (b.raw as usize) <= b.deflated.len().saturating_mul(MAX_RATIO);
+            let fits = deflated::within_ratio(b.raw as u64, &b.deflated);
             if b.texts == 0 || !fits {
                 return Err(Error::Corrupt(format!(
                     "text block {k}: {} texts in {} bytes said to inflate to {}",
@@ -212,36 +210,20 @@ fn make_blocks(texts: &[String]) -> Result<Vec<Block>> {
     runs.into_iter().map(|r| deflate(&texts[r])).collect()
 }
 
-/// One block: `texts` deflated at level 9, or stored when that would pass [`MAX_RATIO`].
+/// One block: `texts` deflated (`deflated.rs`).
 fn deflate(texts: &[String]) -> Result<Block> {
     let raw = super::format::to_bytes(texts, "text block")?;
-    let mut deflated = miniz_oxide::deflate::compress_to_vec(&raw, 9);
-    if raw.len() > deflated.len() * MAX_RATIO {
-        // Stored, so that no block inflates past MAX_RATIO (see the module's note).
-        deflated = miniz_oxide::deflate::compress_to_vec(&raw, 0);
-    }
     Ok(Block {
         texts: texts.len() as u32,
         raw: u32::try_from(raw.len())
             .map_err(|_| Error::Encode("a text block over 4 GiB".into()))?,
-        deflated,
+        deflated: deflated::Bytes(deflated::deflate(&raw)),
     })
 }
 
-/// A block's texts, or `Err` when it does not inflate to exactly them. (No message: turning
-/// an error into text costs the lexical wasm build kilobytes.)
+/// A block's texts, or `Err` when it does not inflate to exactly them.
 fn inflate(block: &Block) -> std::result::Result<Vec<String>, ()> {
-    use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
-    use miniz_oxide::inflate::TINFLStatus;
-    // Raw DEFLATE into a buffer of exactly the recorded length: a stream that wants more is
-    // `HasMoreOutput`, one that ends short leaves `written` below it.
-    let mut raw = vec![0u8; block.raw as usize];
-    let mut state = Box::<DecompressorOxide>::default();
-    let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
-    let (status, read, written) = decompress(&mut state, &block.deflated, &mut raw, 0, flags);
-    if status != TINFLStatus::Done || read != block.deflated.len() || written != raw.len() {
-        return Err(());
-    }
+    let raw = deflated::inflate(&block.deflated, block.raw as usize).ok_or(())?;
     match postcard::take_from_bytes::<Vec<String>>(&raw) {
         Ok((texts, [])) if texts.len() == block.texts as usize => Ok(texts),
         _ => Err(()),
@@ -299,15 +281,15 @@ mod tests {
         let block = |texts, raw, deflated: Vec<u8>| Block {
             texts,
             raw,
-            deflated,
+            deflated: deflated::Bytes(deflated),
         };
         let good = make_blocks(&texts(3)).unwrap().remove(0);
         let write =
             |blocks: &[Block]| super::super::format::to_bytes(&BlocksOut { blocks }, "t").unwrap();
         // Shape: no empty block, no block said to inflate past the ratio.
         for bad in [
-            block(0, good.raw, good.deflated.clone()),
-            block(3, good.deflated.len() as u32 * 65, good.deflated.clone()),
+            block(0, good.raw, good.deflated.0.clone()),
+            block(3, good.deflated.len() as u32 * 65, good.deflated.0.clone()),
         ] {
             assert!(matches!(
                 TextSection::decode(&write(&[bad]), 7),
@@ -315,12 +297,12 @@ mod tests {
             ));
         }
         // Content: caught by the read that inflates it.
-        let mut flipped = good.deflated.clone();
+        let mut flipped = good.deflated.0.clone();
         flipped[0] ^= 0xff;
         for bad in [
             block(3, good.raw, flipped),
-            block(3, good.raw - 1, good.deflated.clone()),
-            block(2, good.raw, good.deflated.clone()),
+            block(3, good.raw - 1, good.deflated.0.clone()),
+            block(2, good.raw, good.deflated.0.clone()),
             block(3, good.raw, b"not deflate at all".to_vec()),
         ] {
             let read = TextSection::decode(&write(&[bad]), 7).unwrap();
