@@ -35,7 +35,8 @@ mod text;
 #[cfg(not(target_arch = "wasm32"))]
 pub use file::BundleFile;
 pub use format::{
-    decode, decode_header, decode_lexical, encode, section_bytes, HEADER_START, MAGIC,
+    decode, decode_header, decode_lexical, encode, encode_owned, encode_pieces, section_bytes,
+    Encoded, HEADER_START, MAGIC,
 };
 pub use model::*;
 pub use path::{document_path_problem, url_scheme};

@@ -14,6 +14,8 @@
 //! in every chunk of a section, the ids were hex, the anchors repeated per section. Decoding
 //! gives back the same `ChunkMeta`s, so nothing after the decoder changes.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use super::model::{ChunkMeta, Document, PageSpan};
@@ -23,26 +25,53 @@ use crate::error::{Error, Result};
 #[derive(Serialize)]
 pub(crate) struct DocsOut<'a> {
     pub documents: &'a [Document],
-    pub chunks: Vec<PackedChunk>,
+    pub chunks: Packing<'a>,
+}
+
+/// `chunks` packed as they are written, one at a time: the same bytes as a `Vec` of
+/// [`pack`]'s, without holding it (130 MB at 1.35M chunks).
+pub(crate) struct Packing<'a> {
+    pub documents: &'a [Document],
+    pub chunks: &'a [ChunkMeta],
+}
+
+impl Serialize for Packing<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeSeq};
+        let mut seq = s.serialize_seq(Some(self.chunks.len()))?;
+        let mut failed = None;
+        let packed = for_each_packed(self.documents, self.chunks, |p| {
+            seq.serialize_element(&p).map_err(|e| {
+                failed = Some(e);
+                Error::Encode(String::new())
+            })
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        packed.map_err(S::Error::custom)?;
+        seq.end()
+    }
 }
 
 /// The `docs` section as read (format 5).
 #[derive(Deserialize)]
 pub(crate) struct DocsIn {
     pub documents: Vec<Document>,
-    pub chunks: Vec<PackedChunk>,
+    pub chunks: Vec<PackedChunk<'static>>,
 }
 
-/// One chunk as written.
+/// One chunk as written: borrowing from the `ChunkMeta` it packs (at 1.35M chunks, copies
+/// of the breadcrumbs and anchors came to ~150 MB of the builder's peak), owned when read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct PackedChunk {
+pub(crate) struct PackedChunk<'a> {
     id: [u8; 16],
     /// Leading entries of the previous path kept.
     shared: u32,
     /// The path's entries after those.
-    tail: Vec<String>,
+    tail: Cow<'a, [String]>,
     /// `None`: the previous chunk's anchor.
-    anchor: Option<String>,
+    anchor: Option<Cow<'a, str>>,
     line_start: u32,
     /// `line_end - line_start`.
     lines: u32,
@@ -52,8 +81,30 @@ pub(crate) struct PackedChunk {
 /// Writes `chunks`, which follow `documents` in order: each document's `chunk_count` of them
 /// (the builder's bundles always; a hand-made inconsistent one is written as it is, for the
 /// decoder to refuse).
-pub(crate) fn pack(documents: &[Document], chunks: &[ChunkMeta]) -> Result<Vec<PackedChunk>> {
+pub(crate) fn pack<'a>(
+    documents: &'a [Document],
+    chunks: &'a [ChunkMeta],
+) -> Result<Vec<PackedChunk<'a>>> {
     let mut out = Vec::with_capacity(chunks.len());
+    for_each_packed(documents, chunks, |p| {
+        out.push(p);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The error [`pack`] would give `chunks`, if any: checked before [`Packing`] writes them
+/// (a serializer's error loses its message).
+pub(crate) fn check(documents: &[Document], chunks: &[ChunkMeta]) -> Result<()> {
+    for_each_packed(documents, chunks, |_| Ok(()))
+}
+
+/// [`pack`], each packed chunk handed to `f` in order: exactly one per chunk.
+fn for_each_packed<'a>(
+    documents: &'a [Document],
+    chunks: &'a [ChunkMeta],
+    mut f: impl FnMut(PackedChunk<'a>) -> Result<()>,
+) -> Result<()> {
     let mut rest = chunks;
     let runs = documents
         .iter()
@@ -70,20 +121,20 @@ pub(crate) fn pack(documents: &[Document], chunks: &[ChunkMeta]) -> Result<Vec<P
                 .zip(&c.section_path)
                 .take_while(|(a, b)| a == b)
                 .count();
-            out.push(PackedChunk {
+            f(PackedChunk {
                 id: id_bytes(&c.id).ok_or_else(|| {
                     Error::Encode(format!("chunk id {:?} is not 32 hex digits", c.id))
                 })?,
                 shared: shared as u32,
-                tail: c.section_path[shared..].to_vec(),
-                anchor: (c.anchor != anchor).then(|| c.anchor.clone()),
+                tail: Cow::Borrowed(&c.section_path[shared..]),
+                anchor: (c.anchor != anchor).then_some(Cow::Borrowed(c.anchor.as_str())),
                 line_start: c.line_start,
                 lines: c
                     .line_end
                     .checked_sub(c.line_start)
                     .ok_or_else(|| Error::Encode("a chunk ends before it starts".into()))?,
                 page_span: c.page_span,
-            });
+            })?;
             path = &c.section_path;
             anchor = &c.anchor;
         }
@@ -91,7 +142,7 @@ pub(crate) fn pack(documents: &[Document], chunks: &[ChunkMeta]) -> Result<Vec<P
             break;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Reads back the chunks of `documents`, the first of which is document `first_doc` of the
@@ -102,7 +153,7 @@ pub(crate) fn pack(documents: &[Document], chunks: &[ChunkMeta]) -> Result<Vec<P
 pub(crate) fn unpack(
     documents: &[Document],
     first_doc: u32,
-    packed: Vec<PackedChunk>,
+    packed: Vec<PackedChunk<'_>>,
     mut budget: usize,
 ) -> std::result::Result<Vec<ChunkMeta>, String> {
     let total: u64 = documents.iter().map(|d| d.chunk_count as u64).sum();
@@ -133,9 +184,9 @@ pub(crate) fn unpack(
                 "chunk breadcrumbs expand far past their section's size".to_owned()
             })?;
             path.truncate(shared);
-            path.extend(p.tail);
+            path.extend(p.tail.into_owned());
             if let Some(a) = p.anchor {
-                anchor = a;
+                anchor = a.into_owned();
             }
             // No `{:?}` of a path in the lexical build: Debug string escaping costs it.
             let line_end = p.line_start.checked_add(p.lines).ok_or_else(|| {
@@ -265,7 +316,7 @@ mod tests {
         let docs = vec![doc("A", 0, 2)];
         let chunks = vec![chunk(0, 0, &["A", "h"], "h"), chunk(0, 1, &["A", "h"], "h")];
         let good = pack(&docs, &chunks).unwrap();
-        let refused = |change: &dyn Fn(&mut Vec<PackedChunk>)| {
+        let refused = |change: &dyn Fn(&mut Vec<PackedChunk<'_>>)| {
             let mut bad = good.clone();
             change(&mut bad);
             unpack(&docs, 0, bad, 1 << 20).unwrap_err()
@@ -275,7 +326,7 @@ mod tests {
         assert!(refused(&|p| p.truncate(1)).contains("are written"));
         // A long heading shared a million times would be gigabytes.
         let mut long = good[..1].to_vec();
-        long[0].tail = vec!["x".repeat(1 << 16)];
+        long[0].tail = vec!["x".repeat(1 << 16)].into();
         long.extend(std::iter::repeat_n(good[1].clone(), 1_000_000));
         let many = vec![doc("A", 0, 1_000_001)];
         let err = unpack(&many, 0, long, budget_for(1_000_000)).unwrap_err();

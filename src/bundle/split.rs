@@ -240,14 +240,14 @@ pub struct FragShard {
 #[derive(Serialize)]
 struct FragShardOut<'a> {
     documents: &'a [Document],
-    chunks: Vec<PackedChunk>,
+    chunks: Vec<PackedChunk<'a>>,
     texts: Vec<&'a str>,
 }
 
 #[derive(Deserialize)]
 struct FragShardIn {
     documents: Vec<Document>,
-    chunks: Vec<PackedChunk>,
+    chunks: Vec<PackedChunk<'static>>,
     texts: Vec<String>,
 }
 

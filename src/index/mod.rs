@@ -241,6 +241,9 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
             file_size: doc.file_size,
         });
     }
+    // Deflated first: the strings (hundreds of MB at 100K documents) are gone before the
+    // postings are laid out.
+    let text = TextSection::deflated(texts)?;
     let lexical = lexical.finish();
     let vectors = opts
         .model
@@ -267,7 +270,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
         header,
         docs: DocsSection { documents, chunks },
         lexical,
-        text: TextSection::new(texts),
+        text,
         vectors,
     })
 }
