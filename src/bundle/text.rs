@@ -125,8 +125,8 @@ impl TextSection {
         self.range(0..self.len())
     }
 
-    /// The section's bytes in format 7. Blocks decoded from a bundle are written as they were
-    /// read (the same texts always make the same blocks).
+    /// The section's bytes (formats 7 and 8). Blocks decoded from a bundle are written as they
+    /// were read (the same texts always make the same blocks).
     pub(super) fn encode(&self) -> Result<Vec<u8>> {
         let made;
         let blocks = match &self.store {
