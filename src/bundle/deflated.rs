@@ -110,16 +110,7 @@ pub(crate) fn wrap(raw: &[u8], what: &str) -> Result<Vec<u8>> {
 
 /// The bytes a [`wrap`]ped section holds, or `Corrupt` naming `what`.
 pub(crate) fn unwrap(section: &[u8], what: &str) -> Result<Vec<u8>> {
-    let w = match postcard::take_from_bytes::<Wrapped>(section) {
-        Ok((w, [])) => w,
-        Ok((_, rest)) => {
-            return Err(Error::Corrupt(format!(
-                "{what}: {} trailing bytes",
-                rest.len()
-            )))
-        }
-        Err(e) => return Err(Error::Corrupt(format!("{what}: {e}"))),
-    };
+    let w: Wrapped = super::format::decode_exact(section, what)?;
     usize::try_from(w.len)
         .ok()
         .and_then(|len| inflate(&w.deflated, len))

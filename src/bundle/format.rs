@@ -3,8 +3,7 @@
 
 use std::borrow::Cow;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::deflated;
@@ -288,8 +287,9 @@ fn version_of(bytes: &[u8]) -> u32 {
     u32::from_le_bytes(bytes[8..12].try_into().expect("12 bytes"))
 }
 
-/// Postcard-decodes all of `bytes` (trailing bytes are corruption too).
-pub(super) fn decode_exact<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+/// Postcard-decodes all of `bytes` (trailing bytes are corruption too). `T` may borrow from
+/// them.
+pub(crate) fn decode_exact<'de, T: Deserialize<'de>>(bytes: &'de [u8], what: &str) -> Result<T> {
     let (value, rest) =
         postcard::take_from_bytes(bytes).map_err(|e| Error::Corrupt(format!("{what}: {e}")))?;
     if !rest.is_empty() {

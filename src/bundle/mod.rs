@@ -34,6 +34,7 @@ mod text;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use file::BundleFile;
+pub(crate) use format::decode_exact;
 pub use format::{
     decode, decode_header, decode_lexical, encode, encode_owned, encode_pieces, section_bytes,
     Encoded, HEADER_START, MAGIC,

@@ -456,12 +456,8 @@ impl<'de> Deserialize<'de> for VectorIndex {
 /// Decodes a vectors section (all of `bytes`). Unlike postcard's own errors, which drop the
 /// message of a failed check, a section that decodes but does not add up says why.
 pub fn decode(bytes: &[u8]) -> Result<VectorIndex> {
-    let corrupt = |m: String| Error::Corrupt(format!("vectors: {m}"));
-    match postcard::take_from_bytes::<Wire>(bytes) {
-        Ok((wire, [])) => from_wire(wire).map_err(corrupt),
-        Ok((_, rest)) => Err(corrupt(format!("{} trailing bytes", rest.len()))),
-        Err(e) => Err(corrupt(e.to_string())),
-    }
+    let wire: Wire = crate::bundle::decode_exact(bytes, "vectors")?;
+    from_wire(wire).map_err(|m| Error::Corrupt(format!("vectors: {m}")))
 }
 
 fn from_wire(wire: Wire) -> std::result::Result<VectorIndex, String> {
