@@ -94,11 +94,22 @@ where
     if n == 0 {
         return Vec::new();
     }
+    let lists: Vec<_> = lists.collect();
     let mut scores = vec![0f32; n];
-    // The current word's best term per chunk, added to `scores` when the word is done.
-    let mut best = vec![0f32; n];
+    // A word searched through several terms (stand-ins) keeps its best term per chunk here,
+    // added to `scores` when the word is done; a word of one term adds straight to `scores`
+    // (the same sum), and the table is not even made when every word has one term.
+    let several = |i: usize| {
+        (i > 0 && lists[i - 1].2 == lists[i].2)
+            || lists.get(i + 1).is_some_and(|next| next.2 == lists[i].2)
+    };
+    let mut best = match (0..lists.len()).any(several) {
+        true => vec![0f32; n],
+        false => Vec::new(),
+    };
     let mut in_word: Vec<u32> = Vec::new();
-    let mut touched = Vec::new();
+    // Chunks with a match, as bits: read back in chunk order without sorting them.
+    let mut touched = vec![0u64; n.div_ceil(64)];
     let mut word = None;
     let flush = |scores: &mut [f32], best: &mut [f32], in_word: &mut Vec<u32>| {
         for c in in_word.drain(..) {
@@ -107,33 +118,51 @@ where
             best[c] = 0.0;
         }
     };
-    for (df, weight, group, postings) in lists {
+    let score = |idf: f32, tf: u32, len: u32| {
+        let tf = tf as f32;
+        let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg_len;
+        idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm)
+    };
+    let alone: Vec<bool> = (0..lists.len()).map(|i| !several(i)).collect();
+    for ((df, weight, group, postings), alone) in lists.into_iter().zip(alone) {
         if word != Some(group) {
             flush(&mut scores, &mut best, &mut in_word);
             word = Some(group);
         }
         let idf = weight * bm25_idf(n, df);
+        if alone {
+            for (chunk, tf, len) in postings {
+                let c = chunk as usize;
+                if scores[c] == 0.0 {
+                    touched[c / 64] |= 1 << (c % 64);
+                }
+                scores[c] += score(idf, tf, len).max(0.0);
+            }
+            continue;
+        }
         for (chunk, tf, len) in postings {
             let c = chunk as usize;
-            let tf = tf as f32;
-            let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg_len;
-            let s = idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm);
+            let s = score(idf, tf, len);
             if best[c] == 0.0 {
                 in_word.push(chunk);
                 if scores[c] == 0.0 {
-                    touched.push(chunk);
+                    touched[c / 64] |= 1 << (c % 64);
                 }
             }
             best[c] = best[c].max(s);
         }
     }
     flush(&mut scores, &mut best, &mut in_word);
-    touched.sort_unstable();
-    touched.dedup();
-    touched
-        .into_iter()
-        .map(|c| (c, scores[c as usize]))
-        .collect()
+    let mut out = Vec::new();
+    for (w, &bits) in touched.iter().enumerate() {
+        let mut bits = bits;
+        while bits != 0 {
+            let c = w * 64 + bits.trailing_zeros() as usize;
+            out.push((c as u32, scores[c]));
+            bits &= bits - 1;
+        }
+    }
+    out
 }
 
 /// Distinct terms, sorted: a repeated query term counts once.
@@ -401,5 +430,48 @@ mod tests {
         assert_eq!(b_list[299_999], (299_999, 1));
         assert_eq!(index.chunk_lengths[7], 200_001);
         assert!(check_deltas(&index.postings[1].chunk_deltas, 300_001).is_ok());
+    }
+
+    /// A word of one term adds its BM25 straight on; a word of several adds its best term's:
+    /// either way every matching chunk comes back once, in chunk order, with the sum.
+    #[test]
+    fn a_chunk_scores_the_sum_of_each_words_best_term() {
+        let cfg = crate::bundle::AnalyzerConfig {
+            version: 1,
+            k1: 1.2,
+            b: 0.75,
+            title_weight: 1,
+            heading_weight: 1,
+            body_weight: 1,
+        };
+        let n = 200;
+        let one = |cfg: &crate::bundle::AnalyzerConfig, df: usize, w: f32, tf: u32| {
+            let idf = w * bm25_idf(n, df);
+            let tf = tf as f32;
+            idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1)
+        };
+        // (df, weight, word, postings as (chunk, tf, length 10 = the average)).
+        let lists = vec![
+            (2, 1.0, 0, vec![(5u32, 1u32, 10u32), (130, 2, 10)]),
+            (3, 1.0, 1, vec![(5, 1, 10), (64, 3, 10), (199, 1, 10)]),
+            (1, 0.6, 1, vec![(64, 1, 10)]),
+            (2, 0.6, 1, vec![(63, 1, 10), (199, 4, 10)]),
+        ];
+        let got = bm25(
+            &cfg,
+            n,
+            10.0,
+            lists
+                .into_iter()
+                .map(|(df, w, g, p)| (df, w, g, p.into_iter())),
+        );
+        let expect = vec![
+            (5, one(&cfg, 2, 1.0, 1) + one(&cfg, 3, 1.0, 1)),
+            (63, one(&cfg, 2, 0.6, 1)),
+            (64, one(&cfg, 3, 1.0, 3).max(one(&cfg, 1, 0.6, 1))),
+            (130, one(&cfg, 2, 1.0, 2)),
+            (199, one(&cfg, 3, 1.0, 1).max(one(&cfg, 2, 0.6, 4))),
+        ];
+        assert_eq!(got, expect);
     }
 }

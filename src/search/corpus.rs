@@ -194,6 +194,16 @@ impl<'a> Corpus<'a> {
         }
     }
 
+    /// Every document's facet keys as numbers, with the names they stand for: a split bundle
+    /// stores them so (type, month + 1 or 0 for undated); a whole bundle has only the strings.
+    #[allow(clippy::type_complexity)]
+    pub fn facet_ids(&self) -> Option<(&'a [(u32, u32)], &'a [String], &'a [String])> {
+        match self.data {
+            Data::Whole(_) => None,
+            Data::Split(s) => Some((&s.core.doc_facets, &s.core.doc_types, &s.core.months)),
+        }
+    }
+
     pub fn document(&self, d: u32) -> &'a Document {
         match self.data {
             Data::Whole(b) => &b.docs.documents[d as usize],

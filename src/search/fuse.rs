@@ -36,6 +36,7 @@
 //!
 //! Ties break by `documentPath`, then `chunkIndex`, so results are fully deterministic.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::corpus::Corpus;
@@ -79,7 +80,7 @@ pub struct Hit {
     pub semantic: f32,
 }
 
-/// Every candidate in scope, best first.
+/// Every candidate in scope, in chunk order: [`head`] ranks what a request reads.
 pub fn rank(
     r: &Retriever,
     analyzer: &Analyzer,
@@ -89,7 +90,7 @@ pub fn rank(
     fusion: Fusion,
     pool: usize,
 ) -> Vec<Hit> {
-    let mut hits = match (mode, query) {
+    match (mode, query) {
         (Mode::Fulltext, _) | (_, None) => {
             // Scaled by the query's words matched exactly: a match through a close spelling
             // (weight < 1) scores below the exact word's.
@@ -104,20 +105,25 @@ pub fn rank(
                 })
                 .collect()
         }
-        (Mode::Semantic, Some(q)) => r
-            .semantic(q, pool)
-            .into_iter()
-            .map(|(chunk, cos)| Hit {
-                chunk,
-                score: cos.max(0.0),
-                lexical: 0.0,
-                semantic: cos.max(0.0),
-            })
-            .collect(),
+        (Mode::Semantic, Some(q)) => {
+            // In chunk order, as the other modes give them.
+            let by_chunk: BTreeMap<u32, (f32, f32)> = r
+                .semantic(q, pool)
+                .into_iter()
+                .map(|(chunk, cos)| (chunk, (cos, 0.0)))
+                .collect();
+            by_chunk
+                .into_iter()
+                .map(|(chunk, (cos, _))| Hit {
+                    chunk,
+                    score: cos.max(0.0),
+                    lexical: 0.0,
+                    semantic: cos.max(0.0),
+                })
+                .collect()
+        }
         (Mode::Hybrid, Some(q)) => hybrid(r, analyzer, terms, q, fusion, pool),
-    };
-    sort(&mut hits);
-    hits
+    }
 }
 
 fn hybrid(
@@ -271,5 +277,257 @@ fn breadcrumb_has_all(
 /// path with their chunks in order (checked when a bundle is decoded), so that tie-break is
 /// the chunk number.
 pub fn sort(hits: &mut [Hit]) {
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+    hits.sort_by(order);
+}
+
+/// The ranking's order: [`sort`]'s comparison.
+fn order(a: &Hit, b: &Hit) -> Ordering {
+    b.score.total_cmp(&a.score).then(a.chunk.cmp(&b.chunk))
+}
+
+/// What a request reads from every match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    /// The head of the ranking: best first, at most `max_per_doc` chunks per document (the
+    /// document's best), only those of the first `docs` documents (ranked by their best chunk).
+    pub head: Vec<Hit>,
+    /// Chunks of the whole ranking after the per-document cap (the response's `total`).
+    pub total: usize,
+    /// Every document with a match, once each (what the facets count), in no particular order.
+    pub documents: Vec<u32>,
+}
+
+/// The ranking of `hits` (in chunk order, as [`rank`] gives them), cut to its first `docs`
+/// documents.
+///
+/// The head reads as the whole ranking would for every page that needs no more than `docs`
+/// documents: its first `k` entries (for `k ≤ docs`) belong to its first `k` documents, and
+/// leaving out the entries of later documents keeps the order of the rest. So a page of
+/// results at `offset + limit ≤ docs`, a page of documents within the first `docs`, and a
+/// second stage's pool of at most `docs − 1` entries come out the same. One pass in chunk
+/// order groups the hits by document (a document's chunks are consecutive); only the chosen
+/// documents' hits are sorted. A query matching a million chunks so costs a walk over them,
+/// not a sort of all of them.
+pub fn head(corpus: &Corpus, hits: Vec<Hit>, max_per_doc: usize, docs: usize) -> Ranking {
+    debug_assert!(hits.windows(2).all(|w| w[0].chunk < w[1].chunk));
+    let mut groups: Vec<Group> = Vec::new();
+    let mut walk = DocWalk::default();
+    for (i, h) in hits.iter().enumerate() {
+        let doc = walk.doc(corpus, h.chunk);
+        match groups.last_mut() {
+            Some(g) if g.doc == doc => {
+                g.end = i + 1;
+                // A later chunk wins only on a higher score.
+                if h.score.total_cmp(&g.best_score) == Ordering::Greater {
+                    (g.best, g.best_score) = (i, h.score);
+                }
+            }
+            _ => groups.push(Group {
+                doc,
+                start: i,
+                end: i + 1,
+                best: i,
+                best_score: h.score,
+            }),
+        }
+    }
+    let total = groups
+        .iter()
+        .map(|g| (g.end - g.start).min(max_per_doc))
+        .sum();
+    let documents: Vec<u32> = groups.iter().map(|g| g.doc).collect();
+    if groups.len() > docs {
+        // Only the first `docs` documents.
+        let mut chosen = vec![false; corpus.n_docs()];
+        for h in best_hits(&hits, groups.iter().map(|g| g.best as u32), docs) {
+            chosen[walk.doc(corpus, h.chunk) as usize] = true;
+        }
+        groups.retain(|g| chosen[g.doc as usize]);
+    }
+    // Each document's best `max_per_doc`, then all of them in order.
+    let mut head = Vec::new();
+    for g in &groups {
+        let mut own = hits[g.start..g.end].to_vec();
+        sort(&mut own);
+        own.truncate(max_per_doc);
+        head.append(&mut own);
+    }
+    sort(&mut head);
+    Ranking {
+        head,
+        total,
+        documents,
+    }
+}
+
+/// A document's hits: `hits[start..end]`, the best at `best`.
+struct Group {
+    doc: u32,
+    start: usize,
+    end: usize,
+    best: usize,
+    best_score: f32,
+}
+
+/// The `k` best of the hits at `positions` (positions in `hits`), best first. A histogram of
+/// their scores (by the top 16 bits of the scores' total order, so about 1/128 apart) finds
+/// the bucket of the `k`-th best, and only the hits from that bucket up are sorted.
+fn best_hits(hits: &[Hit], positions: impl Iterator<Item = u32> + Clone, k: usize) -> Vec<Hit> {
+    let bucket = |score: f32| {
+        let bits = score.to_bits();
+        let key = if bits >> 31 == 1 {
+            !bits
+        } else {
+            bits | 1 << 31
+        };
+        (key >> 16) as usize
+    };
+    let mut histogram = vec![0u32; 1 << 16];
+    for i in positions.clone() {
+        histogram[bucket(hits[i as usize].score)] += 1;
+    }
+    let (mut above, mut cut) = (0, 0);
+    for (b, &n) in histogram.iter().enumerate().rev() {
+        above += n as usize;
+        if above >= k {
+            cut = b;
+            break;
+        }
+    }
+    let mut top: Vec<Hit> = positions
+        .map(|i| &hits[i as usize])
+        .filter(|h| bucket(h.score) >= cut)
+        .cloned()
+        .collect();
+    sort(&mut top);
+    top.truncate(k);
+    top
+}
+
+/// The document of chunk after chunk. Hits in chunk order (as BM25 gives them) stay in a
+/// document or move on to one of the next few: those are tried first, and only a chunk
+/// further away is looked up with [`Corpus::doc_of`] (a binary search in a split bundle).
+#[derive(Default)]
+struct DocWalk {
+    doc: u32,
+    span: std::ops::Range<u32>,
+}
+
+impl DocWalk {
+    fn doc(&mut self, corpus: &Corpus, chunk: u32) -> u32 {
+        if self.span.contains(&chunk) {
+            return self.doc;
+        }
+        if self.span.end != 0 && chunk >= self.span.end {
+            let n_docs = corpus.n_docs() as u32;
+            let mut d = self.doc;
+            for _ in 0..4 {
+                d += 1;
+                if d >= n_docs {
+                    break;
+                }
+                let (first, n) = corpus.doc_span(d);
+                if chunk < first {
+                    break;
+                }
+                if chunk - first < n {
+                    self.doc = d;
+                    self.span = first..first + n;
+                    return d;
+                }
+            }
+        }
+        self.doc = corpus.doc_of(chunk);
+        let (first, n) = corpus.doc_span(self.doc);
+        self.span = first..first.saturating_add(n);
+        self.doc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::corpus::Data;
+
+    /// The whole ranking the slow way: every hit sorted, then capped per document.
+    fn whole(corpus: &Corpus, mut hits: Vec<Hit>, max: usize) -> Vec<Hit> {
+        sort(&mut hits);
+        let mut seen = vec![0usize; corpus.n_docs()];
+        hits.retain(|h| {
+            let d = corpus.doc_of(h.chunk) as usize;
+            seen[d] += 1;
+            seen[d] <= max
+        });
+        hits
+    }
+
+    /// Its first `docs` documents, in order of first appearance.
+    fn first_documents(corpus: &Corpus, ranked: &[Hit], docs: usize) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        for h in ranked {
+            let d = corpus.doc_of(h.chunk);
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+        out.truncate(docs);
+        out
+    }
+
+    #[test]
+    fn the_head_is_the_whole_ranking_cut_to_its_first_documents() {
+        let bundle = crate::bundle::decode(include_bytes!(
+            "../../tests/fixtures/bundles/v8-coded.bundle"
+        ))
+        .unwrap();
+        let data = Data::Whole(bundle);
+        let corpus = Corpus::new(&data);
+        let n = corpus.n_chunks() as u32;
+        assert!(corpus.n_docs() > 4, "the fixture has a few documents");
+        // A small generator: reproducible, and with many equal scores (ties break by chunk).
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |m: u32| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % m as u64) as u32
+        };
+        for round in 0..200 {
+            // In chunk order, as fusion hands them over.
+            let mut hits = Vec::new();
+            for chunk in 0..n {
+                if next(3) > 0 || round % 7 == 0 {
+                    hits.push(Hit {
+                        chunk,
+                        score: next(4) as f32 / 4.0,
+                        lexical: 0.0,
+                        semantic: 0.0,
+                    });
+                }
+            }
+            let max = 1 + next(3) as usize;
+            let docs = next(corpus.n_docs() as u32 + 2) as usize;
+            let all = whole(&corpus, hits.clone(), max);
+            let got = head(&corpus, hits.clone(), max, docs);
+
+            assert_eq!(got.total, all.len(), "round {round}");
+            let mut documents = got.documents.clone();
+            documents.sort_unstable();
+            let mut expected: Vec<u32> = hits.iter().map(|h| corpus.doc_of(h.chunk)).collect();
+            expected.sort_unstable();
+            expected.dedup();
+            assert_eq!(documents, expected, "round {round}");
+
+            let first = first_documents(&corpus, &all, docs);
+            let cut: Vec<Hit> = all
+                .iter()
+                .filter(|h| first.contains(&corpus.doc_of(h.chunk)))
+                .cloned()
+                .collect();
+            assert_eq!(got.head, cut, "round {round}: docs {docs}, max {max}");
+            // So every page within the first `docs` entries reads as the whole ranking's.
+            let k = docs.min(all.len());
+            assert_eq!(got.head[..k], all[..k], "round {round}");
+        }
+    }
 }

@@ -514,11 +514,22 @@ impl Engine {
                     .collect()
             }
         };
-        let facets = present::facets(&corpus, &fused);
-        let capped = cap_per_document(&corpus, fused, plan.max_chunks_per_document);
+        // Every page of this request, and the second stage's pool with the entry after it,
+        // lies within the ranking's first `head_docs` documents.
+        #[cfg(feature = "vectors")]
+        let pool_room = match plan.rerank {
+            true => plan.candidate_limit * (1 + rank::COPIES_PER_CANDIDATE) + 1,
+            false => 0,
+        };
+        #[cfg(not(feature = "vectors"))]
+        let pool_room = 0;
+        let head_docs = plan.offset + plan.limit + pool_room;
+        let ranking = fuse::head(&corpus, fused, plan.max_chunks_per_document, head_docs);
+        let facets = present::facets(&corpus, &ranking.documents);
+        let capped = ranking.head;
         corpus.checkpoint()?;
         timings.retrieve_ms = ms(t.elapsed());
-        let total = capped.len();
+        let total = ranking.total;
 
         // Rerank, or fall back to the fused order. Only a hybrid answer reranks, and only vector
         // search gives one: the lexical build (the edge's, the browser's first) leaves it out.
@@ -726,18 +737,6 @@ impl Engine {
 #[cfg(feature = "vectors")]
 fn rerank_passage(corpus: &Corpus, chunk: u32) -> String {
     crate::index::embedding_input(&corpus.chunk(chunk).section_path, corpus.text(chunk))
-}
-
-/// At most `max` chunks per document, keeping the best of each.
-fn cap_per_document(corpus: &Corpus, hits: Vec<fuse::Hit>, max: usize) -> Vec<fuse::Hit> {
-    let mut seen = vec![0u8; corpus.n_docs()];
-    hits.into_iter()
-        .filter(|h| {
-            let d = corpus.doc_of(h.chunk) as usize;
-            seen[d] = seen[d].saturating_add(1);
-            seen[d] as usize <= max
-        })
-        .collect()
 }
 
 /// The entries of `order` whose document is among the `limit` documents after the first

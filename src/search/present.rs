@@ -118,24 +118,83 @@ fn context(corpus: &Corpus, chunk: u32, max_chars: Option<usize>) -> Vec<Context
     out
 }
 
-/// Distinct documents among `hits` by type and by month.
-pub fn facets(corpus: &Corpus, hits: &[Hit]) -> Facets {
-    let docs: BTreeSet<u32> = hits.iter().map(|h| corpus.doc_of(h.chunk)).collect();
-    let mut document_types = BTreeMap::new();
-    let mut dates = BTreeMap::new();
+/// Documents by type and by month.
+pub fn facets(corpus: &Corpus, documents: &[u32]) -> Facets {
+    if let Some((ids, types, months)) = corpus.facet_ids() {
+        // Counted by number, named once.
+        let mut by_type = vec![0usize; types.len()];
+        let mut by_month = vec![0usize; months.len() + 1];
+        for &d in documents {
+            let (t, m) = ids[d as usize];
+            by_type[t as usize] += 1;
+            by_month[m as usize] += 1;
+        }
+        let named = |names: &[String], counts: &[usize]| {
+            let mut out = BTreeMap::new();
+            for (k, &n) in names.iter().zip(counts).filter(|(_, &n)| n > 0) {
+                *out.entry(k.clone()).or_insert(0) += n;
+            }
+            out
+        };
+        return Facets {
+            document_types: named(types, &by_type),
+            dates: named(months, &by_month[1..]),
+            undated: by_month[0],
+        };
+    }
+    let mut document_types = Tally::default();
+    let mut dates = Tally::default();
     let mut undated = 0;
-    for d in docs {
+    for &d in documents {
         let (doc_type, month) = corpus.facet_keys(d);
-        *document_types.entry(doc_type.to_owned()).or_insert(0) += 1;
+        document_types.add(doc_type);
         match month {
-            Some(month) => *dates.entry(month.to_owned()).or_insert(0) += 1,
+            Some(month) => dates.add(month),
             None => undated += 1,
         }
     }
     Facets {
-        document_types,
-        dates,
+        document_types: document_types.counts(),
+        dates: dates.counts(),
         undated,
+    }
+}
+
+/// Counts by key, for keys that come in runs (a collection has a few document types, and
+/// neighbouring documents often share their month): the last key is compared first, and a
+/// key is copied only the first time the map sees it.
+#[derive(Default)]
+struct Tally<'a> {
+    last: Option<(&'a str, usize)>,
+    map: BTreeMap<String, usize>,
+}
+
+impl<'a> Tally<'a> {
+    fn add(&mut self, key: &'a str) {
+        match &mut self.last {
+            Some((k, n)) if *k == key => *n += 1,
+            last => {
+                if let Some((k, n)) = last.replace((key, 1)) {
+                    self.flush(k, n);
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, key: &str, n: usize) {
+        match self.map.get_mut(key) {
+            Some(count) => *count += n,
+            None => {
+                self.map.insert(key.to_owned(), n);
+            }
+        }
+    }
+
+    fn counts(mut self) -> BTreeMap<String, usize> {
+        if let Some((k, n)) = self.last.take() {
+            self.flush(k, n);
+        }
+        self.map
     }
 }
 
