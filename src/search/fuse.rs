@@ -293,7 +293,7 @@ pub struct Ranking {
     pub head: Vec<Hit>,
     /// Chunks of the whole ranking after the per-document cap (the response's `total`).
     pub total: usize,
-    /// Every document with a match, once each (what the facets count), in no particular order.
+    /// Every document with a match, once each, in document order (what the facets count).
     pub documents: Vec<u32>,
 }
 
@@ -432,7 +432,7 @@ impl DocWalk {
                 }
                 if chunk - first < n {
                     self.doc = d;
-                    self.span = first..first + n;
+                    self.span = first..first.saturating_add(n);
                     return d;
                 }
             }
