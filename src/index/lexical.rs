@@ -99,11 +99,13 @@ where
     // A word searched through several terms (stand-ins) keeps its best term per chunk here,
     // added to `scores` when the word is done; a word of one term adds straight to `scores`
     // (the same sum), and the table is not even made when every word has one term.
-    let several = |i: usize| {
-        (i > 0 && lists[i - 1].2 == lists[i].2)
-            || lists.get(i + 1).is_some_and(|next| next.2 == lists[i].2)
-    };
-    let mut best = match (0..lists.len()).any(several) {
+    let alone: Vec<bool> = (0..lists.len())
+        .map(|i| {
+            (i == 0 || lists[i - 1].2 != lists[i].2)
+                && lists.get(i + 1).is_none_or(|next| next.2 != lists[i].2)
+        })
+        .collect();
+    let mut best = match alone.contains(&false) {
         true => vec![0f32; n],
         false => Vec::new(),
     };
@@ -123,7 +125,6 @@ where
         let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg_len;
         idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm)
     };
-    let alone: Vec<bool> = (0..lists.len()).map(|i| !several(i)).collect();
     for ((df, weight, group, postings), alone) in lists.into_iter().zip(alone) {
         if word != Some(group) {
             flush(&mut scores, &mut best, &mut in_word);

@@ -318,8 +318,8 @@ pub fn head(corpus: &Corpus, hits: Vec<Hit>, max_per_doc: usize, docs: usize) ->
             Some(g) if g.doc == doc => {
                 g.end = i + 1;
                 // A later chunk wins only on a higher score.
-                if h.score.total_cmp(&g.best_score) == Ordering::Greater {
-                    (g.best, g.best_score) = (i, h.score);
+                if h.score.total_cmp(&hits[g.best].score) == Ordering::Greater {
+                    g.best = i;
                 }
             }
             _ => groups.push(Group {
@@ -327,7 +327,6 @@ pub fn head(corpus: &Corpus, hits: Vec<Hit>, max_per_doc: usize, docs: usize) ->
                 start: i,
                 end: i + 1,
                 best: i,
-                best_score: h.score,
             }),
         }
     }
@@ -366,7 +365,6 @@ struct Group {
     start: usize,
     end: usize,
     best: usize,
-    best_score: f32,
 }
 
 /// The `k` best of the hits at `positions` (positions in `hits`), best first. A histogram of
