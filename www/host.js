@@ -168,6 +168,7 @@ export class Host {
   #closed = false;
   #fetch;
   #maxFileBytes;
+  #shareFetches;
   #lexicalFallback = null;
   #rerankBudgetMs = null;
 
@@ -176,11 +177,15 @@ export class Host {
    * onto its asset, R2 or KV bindings); `options.maxFileBytes` bounds what a split bundle's
    * lexical engine keeps: past it, the next search starts from a fresh engine over the core
    * (a long-lived edge isolate must not grow with every query's shards).
+   * `options.shareFetches: false` makes every search fetch the files it needs itself instead
+   * of waiting on a fetch another search started: a Worker must, since workerd cancels a
+   * request that waits on another request's I/O as hung (a plain-text 500 under load).
    */
-  constructor(onStatus, { fetch: fetchImpl, maxFileBytes = Infinity } = {}) {
+  constructor(onStatus, { fetch: fetchImpl, maxFileBytes = Infinity, shareFetches = true } = {}) {
     this.#onStatus = onStatus ?? (() => {});
     this.#fetch = fetchImpl ?? ((...args) => fetch(...args));
     this.#maxFileBytes = maxFileBytes;
+    this.#shareFetches = shareFetches;
   }
 
   /**
@@ -344,15 +349,20 @@ export class Host {
     }
   }
 
-  /** Fetches `names` in parallel (a file already in flight for another request is shared). */
+  /**
+   * Fetches `names` in parallel (a file already in flight for another request is shared,
+   * unless `shareFetches` is off).
+   */
   async #addFiles(instance, names) {
     await Promise.all(
       names.map(async (name) => {
-        let pending = this.#fetching.get(name);
+        let pending = this.#shareFetches ? this.#fetching.get(name) : undefined;
         if (!pending) {
           pending = loadBytes(new URL(name, this.#split), `bundle file ${name}`, this.#fetch);
-          this.#fetching.set(name, pending);
-          pending.finally(() => this.#fetching.delete(name)).catch(() => {});
+          if (this.#shareFetches) {
+            this.#fetching.set(name, pending);
+            pending.finally(() => this.#fetching.delete(name)).catch(() => {});
+          }
         }
         const bytes = await pending;
         // The instance may have been replaced meanwhile; the next round asks the new one.

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Docloupe } from '../../www/docloupe.js';
+import { Host } from '../../www/host.js';
 import { env } from './env.mjs';
 import { stripTimings } from './compare.mjs';
 
@@ -163,6 +164,38 @@ test('a split bundle answers every request exactly as the whole bundle, fetching
   }
   whole.close();
   engine.close();
+});
+
+test('a split file two searches need at once is fetched once, or by each with shareFetches: false (what the Worker uses)', async () => {
+  const dir = env('DOCLOUPE_SPLIT');
+  const origin = 'https://bundle.test/docs/';
+  const run = async (options) => {
+    const fetched = [];
+    const host = new Host(undefined, {
+      ...options,
+      fetch: async (url) => {
+        const name = new URL(url).pathname.replace('/docs/', '');
+        fetched.push(name);
+        // Slow enough that the second search asks while the first one's fetch is in flight.
+        await new Promise((r) => setTimeout(r, 20));
+        return new Response(fs.readFileSync(path.join(dir, name)));
+      },
+    });
+    await host.open({ bundle: origin });
+    const request = { query: 'cache size', mode: 'fulltext' };
+    const [a, b] = await Promise.all([host.search(request), host.search(request)]);
+    assert.ok(a.results?.length > 0, JSON.stringify(a));
+    assert.equal(JSON.stringify({ ...a, timings: 0 }), JSON.stringify({ ...b, timings: 0 }));
+    const count = (n) => fetched.filter((f) => f === n).length;
+    return { count, files: [...new Set(fetched)].filter((f) => f !== 'core.bin') };
+  };
+  const shared = await run({});
+  assert.ok(shared.files.length > 0);
+  for (const f of shared.files) assert.equal(shared.count(f), 1, f);
+  // workerd cancels a request waiting on a fetch another request started, as hung.
+  const own = await run({ shareFetches: false });
+  assert.deepEqual(own.files, shared.files);
+  for (const f of own.files) assert.equal(own.count(f), 2, f);
 });
 
 test('a split bundle loads its vector files with the models and answers as the whole bundle; a missing or corrupt file is a contract error', async () => {

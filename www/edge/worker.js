@@ -109,6 +109,8 @@ function currentEngine(env) {
       state.version = hex(await crypto.subtle.digest('SHA-256', bytes));
     }),
     maxFileBytes: cfg.memoryBytes,
+    // workerd cancels a request waiting on a fetch another request started, as hung.
+    shareFetches: false,
   });
   state.ready = state.host
     .open({
