@@ -201,7 +201,9 @@ fn a_well_checksummed_but_inconsistent_bundle_is_corrupt() {
     // Re-encode a bundle whose postings point past the last chunk: checksums are valid,
     // content is not. Loading must catch it before a query indexes out of bounds.
     let mut decoded = bundle::decode(&good()).unwrap();
-    decoded.lexical.postings[0].chunk_deltas[0] = 1_000_000;
+    let mut deltas: Vec<u32> = decoded.lexical.postings[0].chunk_deltas.iter().collect();
+    deltas[0] = 1_000_000;
+    decoded.lexical.postings[0].chunk_deltas = deltas.into_iter().collect();
     let bytes = bundle::encode(&decoded).unwrap();
     assert!(matches!(load(&bytes), Err(Error::Corrupt(_))));
 

@@ -34,7 +34,7 @@ use super::format::{check_prefix, decode_exact, to_bytes};
 use super::model::{Bundle, ChunkMeta, Document, Header, SectionKind};
 use super::packed::{budget_for, pack, unpack, PackedChunk};
 use crate::error::{Error, Result};
-use crate::index::lexical;
+use crate::index::lexical::{self, Varints};
 use crate::search::expand::{correction_keys, correction_shard, correction_shards};
 
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
@@ -161,7 +161,7 @@ mod deltas {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
         let steps = Vec::<u32>::deserialize(d)?;
-        Ok(crate::index::lexical::chunks(&steps).collect())
+        Ok(crate::index::lexical::chunks(steps.into_iter()).collect())
     }
 }
 
@@ -210,21 +210,44 @@ pub struct LexShard {
     pub postings: Vec<ShardPostings>,
 }
 
-/// [`lexical::Postings`] plus each posting's chunk length.
+/// [`lexical::Postings`] plus each posting's chunk length (varints in memory too: a Worker
+/// holds many shards).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardPostings {
-    pub chunk_deltas: Vec<u32>,
-    pub tfs: Vec<u32>,
-    pub lens: Vec<u32>,
+    pub chunk_deltas: Varints,
+    pub tfs: Varints,
+    pub lens: Varints,
 }
 
 impl ShardPostings {
     /// (chunk, weighted tf, chunk length) in chunk order.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
-        lexical::chunks(&self.chunk_deltas)
-            .zip(&self.tfs)
-            .zip(&self.lens)
-            .map(|((chunk, &tf), &len)| (chunk, tf, len))
+    pub fn iter(&self) -> ShardPostingsIter<'_> {
+        ShardPostingsIter {
+            chunk: 0,
+            deltas: self.chunk_deltas.iter(),
+            tfs: self.tfs.iter(),
+            lens: self.lens.iter(),
+        }
+    }
+}
+
+/// [`ShardPostings::iter`]: one step reads the three lists (a plain struct rather than
+/// `zip`s, which the size-optimized lexical wasm build would call through per posting).
+pub struct ShardPostingsIter<'a> {
+    chunk: u32,
+    deltas: lexical::VarintIter<'a>,
+    tfs: lexical::VarintIter<'a>,
+    lens: lexical::VarintIter<'a>,
+}
+
+impl Iterator for ShardPostingsIter<'_> {
+    type Item = (u32, u32, u32);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(u32, u32, u32)> {
+        // Wrapping, as `lexical::chunks`: checked increasing when the shard was added.
+        self.chunk = self.chunk.wrapping_add(self.deltas.next()?);
+        Some((self.chunk, self.tfs.next()?, self.lens.next()?))
     }
 }
 
@@ -795,7 +818,7 @@ impl SplitBundle {
             if n == 0 || p.chunk_deltas.len() != n || p.lens.len() != n {
                 return Err(self.corrupt(shard, "malformed postings"));
             }
-            if let Err(why) = lexical::check_deltas(&p.chunk_deltas, self.n_chunks()) {
+            if let Err(why) = lexical::check_deltas(p.chunk_deltas.iter(), self.n_chunks()) {
                 return Err(self.corrupt(shard, &format!("postings {why}")));
             }
         }

@@ -21,24 +21,146 @@ pub struct LexicalIndex {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Postings {
     /// First entry is the chunk id itself, then differences to the previous id.
-    pub chunk_deltas: Vec<u32>,
+    pub chunk_deltas: Varints,
     /// Weighted term frequency per posting.
-    pub tfs: Vec<u32>,
+    pub tfs: Varints,
 }
 
 impl Postings {
     /// (chunk, weighted tf) pairs in chunk order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        chunks(&self.chunk_deltas).zip(self.tfs.iter().copied())
+        chunks(self.chunk_deltas.iter()).zip(self.tfs.iter())
+    }
+}
+
+/// A list of `u32` kept as the varints postcard writes for a `Vec<u32>` (LEB128, 7 bits a
+/// byte), on the wire and in memory alike. Postings are mostly small numbers (chunk steps,
+/// term frequencies, chunk lengths): one or two bytes each instead of four, so a Worker
+/// holding a hundred shards' postings holds about their file size, not three times it. Read
+/// in order only, which is how BM25 reads postings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Varints {
+    len: u32,
+    bytes: Vec<u8>,
+}
+
+impl Varints {
+    pub fn push(&mut self, v: u32) {
+        push_varint(&mut self.bytes, v);
+        self.len += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The numbers, in order.
+    pub fn iter(&self) -> VarintIter<'_> {
+        VarintIter {
+            bytes: &self.bytes,
+            left: self.len,
+        }
+    }
+}
+
+impl FromIterator<u32> for Varints {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Varints {
+        let mut out = Varints::default();
+        iter.into_iter().for_each(|v| out.push(v));
+        out
+    }
+}
+
+/// [`Varints::iter`].
+#[derive(Debug, Clone)]
+pub struct VarintIter<'a> {
+    bytes: &'a [u8],
+    left: u32,
+}
+
+impl Iterator for VarintIter<'_> {
+    type Item = u32;
+
+    // Always: BM25 reads every posting through here, and the lexical wasm build (optimized
+    // for size) otherwise calls it per number.
+    #[inline(always)]
+    fn next(&mut self) -> Option<u32> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // Written by `push_varint`, so whole; a short read ends the list instead of panicking.
+        let mut v = 0u32;
+        let mut shift = 0;
+        while let Some((&b, rest)) = self.bytes.split_first() {
+            self.bytes = rest;
+            v |= ((b & 0x7f) as u32).wrapping_shl(shift);
+            if b < 0x80 {
+                return Some(v);
+            }
+            shift += 7;
+        }
+        self.left = 0;
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for VarintIter<'_> {}
+
+impl Serialize for Varints {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for v in self.iter() {
+            seq.serialize_element(&v)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Varints {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Varints, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Varints;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of numbers")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Varints, A::Error> {
+                let mut out = Varints::default();
+                // The length on the wire is a claim: reserve what a small list needs at most.
+                out.bytes.reserve(seq.size_hint().unwrap_or(0).min(1 << 16));
+                while let Some(v) = seq.next_element::<u32>()? {
+                    if out.len == u32::MAX {
+                        return Err(serde::de::Error::custom("too many numbers"));
+                    }
+                    out.push(v);
+                }
+                out.bytes.shrink_to_fit();
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(Visit)
     }
 }
 
 /// Ids from a delta-encoded list (the first entry is the id itself): postings' chunk ids, and
 /// a split core's fragment starts. Sums wrap, so a hostile list never panics; what would
 /// wrap is not increasing, which [`check_deltas`] and the split core's check refuse.
-pub fn chunks(deltas: &[u32]) -> impl Iterator<Item = u32> + '_ {
+pub fn chunks(deltas: impl Iterator<Item = u32>) -> impl Iterator<Item = u32> {
     let mut chunk = 0u32;
-    deltas.iter().map(move |&d| {
+    deltas.map(move |d| {
         chunk = chunk.wrapping_add(d);
         chunk
     })
@@ -47,9 +169,12 @@ pub fn chunks(deltas: &[u32]) -> impl Iterator<Item = u32> + '_ {
 /// Checks that delta-encoded postings are strictly increasing chunk ids below `n_chunks`,
 /// what every reader of postings relies on (once, when a bundle or shard is loaded). The
 /// error says which way they fail.
-pub fn check_deltas(deltas: &[u32], n_chunks: usize) -> std::result::Result<(), &'static str> {
+pub fn check_deltas(
+    deltas: impl Iterator<Item = u32>,
+    n_chunks: usize,
+) -> std::result::Result<(), &'static str> {
     let mut chunk = 0u64;
-    for (i, &d) in deltas.iter().enumerate() {
+    for (i, d) in deltas.enumerate() {
         if i > 0 && d == 0 {
             return Err("repeat a chunk");
         }
@@ -79,23 +204,31 @@ pub fn average_length(chunk_lengths: &[u32]) -> f32 {
 /// spelling or a completion), the query word it stands for (a group number) and its postings
 /// as (chunk, weighted tf, chunk length) in chunk order, grouped by word. A chunk scores the
 /// sum over the query's words of the best of each word's terms, so a chunk holding three
-/// completions of one prefix counts it once. Returns the score of every chunk in some list,
-/// in chunk order. The whole and the split bundle both score through here, so their scores
-/// agree to the bit.
+/// completions of one prefix counts it once. Returns the score of every chunk in some list
+/// ([`Scores`], read in chunk order). The whole and the split bundle both score through here,
+/// so their scores agree to the bit.
 pub fn bm25<P>(
     cfg: &AnalyzerConfig,
     n: usize,
     avg_len: f32,
     lists: impl Iterator<Item = (usize, f32, usize, P)>,
-) -> Vec<(u32, f32)>
+) -> Scores
 where
     P: Iterator<Item = (u32, u32, u32)>,
 {
     if n == 0 {
-        return Vec::new();
+        return Scores::default();
     }
     let lists: Vec<_> = lists.collect();
-    let mut scores = vec![0f32; n];
+    let (mut scores, mut matched, spare_best) = SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        let spare = &mut *s;
+        (
+            zeroed(&mut spare.scores, n),
+            zeroed(&mut spare.matched, n.div_ceil(64)),
+            std::mem::take(&mut spare.best),
+        )
+    });
     // A word searched through several terms (stand-ins) keeps its best term per chunk here,
     // added to `scores` when the word is done; a word of one term adds straight to `scores`
     // (the same sum), and the table is not even made when every word has one term.
@@ -106,12 +239,11 @@ where
         })
         .collect();
     let mut best = match alone.contains(&false) {
-        true => vec![0f32; n],
-        false => Vec::new(),
+        true => zeroed(&mut { spare_best }, n),
+        false => spare_best,
     };
     let mut in_word: Vec<u32> = Vec::new();
-    // Chunks with a match, as bits: read back in chunk order without sorting them.
-    let mut touched = vec![0u64; n.div_ceil(64)];
+    // `matched`: chunks with a match, as bits, read back in chunk order without sorting them.
     let mut word = None;
     let flush = |scores: &mut [f32], best: &mut [f32], in_word: &mut Vec<u32>| {
         for c in in_word.drain(..) {
@@ -120,11 +252,7 @@ where
             best[c] = 0.0;
         }
     };
-    let score = |idf: f32, tf: u32, len: u32| {
-        let tf = tf as f32;
-        let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg_len;
-        idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm)
-    };
+    let score = |idf: f32, tf: u32, len: u32| term_score(cfg, avg_len, idf, tf, len);
     for ((df, weight, group, postings), alone) in lists.into_iter().zip(alone) {
         if word != Some(group) {
             flush(&mut scores, &mut best, &mut in_word);
@@ -135,7 +263,7 @@ where
             for (chunk, tf, len) in postings {
                 let c = chunk as usize;
                 if scores[c] == 0.0 {
-                    touched[c / 64] |= 1 << (c % 64);
+                    matched[c / 64] |= 1 << (c % 64);
                 }
                 scores[c] += score(idf, tf, len).max(0.0);
             }
@@ -147,23 +275,153 @@ where
             if best[c] == 0.0 {
                 in_word.push(chunk);
                 if scores[c] == 0.0 {
-                    touched[c / 64] |= 1 << (c % 64);
+                    matched[c / 64] |= 1 << (c % 64);
                 }
             }
             best[c] = best[c].max(s);
         }
     }
     flush(&mut scores, &mut best, &mut in_word);
-    let mut out = Vec::new();
-    for (w, &bits) in touched.iter().enumerate() {
-        let mut bits = bits;
-        while bits != 0 {
-            let c = w * 64 + bits.trailing_zeros() as usize;
-            out.push((c as u32, scores[c]));
-            bits &= bits - 1;
+    // Every entry of `best` is back to 0.
+    let _ = SPARE.try_with(|s| s.borrow_mut().best = best);
+    Scores { scores, matched }
+}
+
+/// One posting's BM25 (inlined always: it runs per posting, and the lexical wasm build,
+/// optimized for size, would otherwise call it).
+#[inline(always)]
+fn term_score(cfg: &AnalyzerConfig, avg_len: f32, idf: f32, tf: u32, len: u32) -> f32 {
+    let tf = tf as f32;
+    let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg_len;
+    idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm)
+}
+
+/// One set of score tables per thread, kept between queries. A query over 1.35M chunks needs
+/// two 5.4 MB tables: made afresh each time, they cost page faults natively, and in a wasm
+/// instance (whose memory never shrinks) the shards a query loads settle in the holes freed
+/// tables leave, so the next table grows the memory again (a Worker isolate went past 128 MB
+/// that way). Tables come back all zero: [`Scores`] clears what it set when dropped.
+#[derive(Default)]
+struct Spare {
+    scores: Vec<f32>,
+    matched: Vec<u64>,
+    best: Vec<f32>,
+}
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::default();
+}
+
+/// `spare` if it has `n` entries (all zero, as spare tables are kept), else `n` new zeros.
+fn zeroed<T: Copy + Default>(spare: &mut Vec<T>, n: usize) -> Vec<T> {
+    match spare.len() == n {
+        true => std::mem::take(spare),
+        false => vec![T::default(); n],
+    }
+}
+
+/// BM25 scores of the chunks that hold a query term: a score for every chunk of the
+/// collection and a bit for each one that matched, read back in chunk order. A common word
+/// matches a million chunks of a large collection; kept this way they cost 4 bytes and a bit
+/// per chunk of the collection, and no list of the matches is ever made, sorted or copied.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scores {
+    scores: Vec<f32>,
+    matched: Vec<u64>,
+}
+
+impl Scores {
+    /// The score of `chunk`, if it matched.
+    pub fn get(&self, chunk: u32) -> Option<f32> {
+        let c = chunk as usize;
+        let bit = self
+            .matched
+            .get(c / 64)
+            .is_some_and(|w| w >> (c % 64) & 1 == 1);
+        bit.then(|| self.scores[c])
+    }
+
+    /// `f(chunk, score)` for every match, in chunk order.
+    pub fn each(&self, f: impl FnMut(u32, f32)) {
+        self.each_in(0..u32::MAX, f)
+    }
+
+    /// `f(chunk, score)` for the matches among `chunks`, in chunk order. (Plain loops: the
+    /// lexical wasm build is optimized for size, and iterator adapters there cost 1.5× here.)
+    pub fn each_in(&self, chunks: std::ops::Range<u32>, mut f: impl FnMut(u32, f32)) {
+        let end = (chunks.end as usize).min(self.scores.len());
+        let start = (chunks.start as usize).min(end);
+        let mut w = start / 64;
+        let mut bits = match self.matched.get(w) {
+            Some(&first) if start < end => first & (u64::MAX << (start % 64)),
+            _ => return,
+        };
+        loop {
+            while bits != 0 {
+                let c = w * 64 + bits.trailing_zeros() as usize;
+                if c >= end {
+                    return;
+                }
+                f(c as u32, self.scores[c]);
+                bits &= bits - 1;
+            }
+            w += 1;
+            if w * 64 >= end {
+                return;
+            }
+            bits = self.matched[w];
         }
     }
-    out
+
+    /// Keeps the matches for which `keep(chunk)` holds.
+    pub fn retain(&mut self, mut keep: impl FnMut(u32) -> bool) {
+        for (w, bits) in self.matched.iter_mut().enumerate() {
+            let mut rest = *bits;
+            while rest != 0 {
+                let b = rest.trailing_zeros();
+                rest &= rest - 1;
+                let c = w * 64 + b as usize;
+                if !keep(c as u32) {
+                    *bits &= !(1 << b);
+                    // Only matches hold a score (what `drop` relies on).
+                    self.scores[c] = 0.0;
+                }
+            }
+        }
+    }
+
+    /// How many chunks matched.
+    pub fn len(&self) -> usize {
+        self.matched.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.matched.iter().all(|&w| w == 0)
+    }
+}
+
+impl Drop for Scores {
+    /// Hands the tables back for the next query, cleared where this one set them (the 64
+    /// scores of each word of bits with a match: one small fill, however dense the matches).
+    fn drop(&mut self) {
+        for (w, bits) in self.matched.iter_mut().enumerate() {
+            if *bits != 0 {
+                *bits = 0;
+                let end = (w * 64 + 64).min(self.scores.len());
+                self.scores[w * 64..end].fill(0.0);
+            }
+        }
+        let (scores, matched) = (
+            std::mem::take(&mut self.scores),
+            std::mem::take(&mut self.matched),
+        );
+        let _ = SPARE.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if !scores.is_empty() {
+                (s.scores, s.matched) = (scores, matched);
+            }
+        });
+    }
 }
 
 /// Distinct terms, sorted: a repeated query term counts once.
@@ -303,7 +561,7 @@ impl LexicalBuilder {
         let mut postings = Vec::with_capacity(self.postings.len());
         for (term, g) in self.postings {
             let n = g.count as usize;
-            let (mut chunk_deltas, mut tfs) = (Vec::with_capacity(n), Vec::with_capacity(n));
+            let (mut chunk_deltas, mut tfs) = (Varints::default(), Varints::default());
             let mut at = 0;
             for _ in 0..n {
                 chunk_deltas.push(next_varint(&g.bytes, &mut at));
@@ -338,7 +596,7 @@ impl LexicalIndex {
 
     /// BM25 scores of every chunk that contains at least one of `terms`, in chunk order.
     /// Repeated query terms count once.
-    pub fn score(&self, cfg: &AnalyzerConfig, terms: &[QueryTerm]) -> Vec<(u32, f32)> {
+    pub fn score(&self, cfg: &AnalyzerConfig, terms: &[QueryTerm]) -> Scores {
         let avg_len = average_length(&self.chunk_lengths);
         let lists = unique_weighted(terms)
             .into_iter()
@@ -388,7 +646,7 @@ impl LexicalIndex {
             if p.chunk_deltas.len() != p.tfs.len() || p.tfs.is_empty() {
                 return bad(format!("postings of {term:?} are malformed"));
             }
-            if let Err(why) = check_deltas(&p.chunk_deltas, n_chunks) {
+            if let Err(why) = check_deltas(p.chunk_deltas.iter(), n_chunks) {
                 return bad(format!("postings of {term:?} {why}"));
             }
         }
@@ -430,7 +688,7 @@ mod tests {
         assert_eq!(b_list[0], (0, 2));
         assert_eq!(b_list[299_999], (299_999, 1));
         assert_eq!(index.chunk_lengths[7], 200_001);
-        assert!(check_deltas(&index.postings[1].chunk_deltas, 300_001).is_ok());
+        assert!(check_deltas(index.postings[1].chunk_deltas.iter(), 300_001).is_ok());
     }
 
     /// A word of one term adds its BM25 straight on; a word of several adds its best term's:
@@ -473,6 +731,73 @@ mod tests {
             (130, one(&cfg, 2, 1.0, 2)),
             (199, one(&cfg, 3, 1.0, 1).max(one(&cfg, 2, 0.6, 4))),
         ];
-        assert_eq!(got, expect);
+        let mut all = Vec::new();
+        got.each(|c, s| all.push((c, s)));
+        assert_eq!(all, expect);
+        assert_eq!(got.len(), expect.len());
+        assert_eq!(got.get(64), Some(expect[2].1));
+        assert_eq!(got.get(65), None);
+        assert_eq!(got.get(10_000), None);
+    }
+
+    /// Matches read back in chunk order, whole or by range, across word boundaries.
+    #[test]
+    fn scores_read_back_by_range_in_chunk_order() {
+        let n = 300;
+        let hits = [0u32, 1, 63, 64, 65, 127, 128, 200, 255, 256, 299];
+        let postings: Vec<(u32, u32, u32)> = hits.iter().map(|&c| (c, 1 + c % 3, 10)).collect();
+        let cfg = crate::bundle::AnalyzerConfig {
+            version: 1,
+            k1: 1.2,
+            b: 0.75,
+            title_weight: 1,
+            heading_weight: 1,
+            body_weight: 1,
+        };
+        let mut s = bm25(
+            &cfg,
+            n,
+            10.0,
+            std::iter::once((11, 1.0, 0, postings.into_iter())),
+        );
+        let chunks = |s: &Scores, r: std::ops::Range<u32>| {
+            let mut out = Vec::new();
+            s.each_in(r, |c, _| out.push(c));
+            out
+        };
+        assert_eq!(chunks(&s, 0..u32::MAX), hits);
+        let ranges = [
+            (0, 0),
+            (0, 1),
+            (1, 64),
+            (63, 65),
+            (64, 64),
+            (64, 128),
+            (65, 300),
+            (128, 129),
+            (250, 1000),
+            (299, 300),
+            (400, 500),
+            (70, 3),
+        ];
+        for (a, b) in ranges {
+            let want: Vec<u32> = hits
+                .iter()
+                .copied()
+                .filter(|c| (a..b).contains(c))
+                .collect();
+            assert_eq!(chunks(&s, a..b), want, "{a}..{b}");
+        }
+        s.each(|c, score| {
+            assert_eq!(s.get(c), Some(score));
+            assert!(score > 0.0);
+        });
+        s.retain(|c| c % 2 == 1);
+        assert_eq!(chunks(&s, 0..u32::MAX), [1, 63, 65, 127, 255, 299]);
+        assert_eq!(s.len(), 6);
+        assert_eq!(s.get(64), None);
+        s.retain(|_| false);
+        assert!(s.is_empty());
+        assert!(Scores::default().is_empty() && chunks(&Scores::default(), 0..9).is_empty());
     }
 }

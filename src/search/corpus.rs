@@ -236,8 +236,8 @@ impl<'a> Corpus<'a> {
         }
     }
 
-    /// BM25 of every chunk holding a query term, in chunk order.
-    pub fn bm25(&self, terms: &[QueryTerm]) -> Vec<(u32, f32)> {
+    /// BM25 of every chunk holding a query term.
+    pub fn bm25(&self, terms: &[QueryTerm]) -> lexical::Scores {
         match self.data {
             Data::Whole(b) => b.lexical.score(&b.header.analyzer, terms),
             Data::Split(s) => {

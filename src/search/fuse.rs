@@ -37,13 +37,14 @@
 //! Ties break by `documentPath`, then `chunkIndex`, so results are fully deterministic.
 
 use std::cmp::Ordering;
+#[cfg(feature = "vectors")]
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::corpus::Corpus;
 use super::retrieve::Retriever;
 use super::Mode;
 use crate::analyze::Analyzer;
-use crate::index::lexical::QueryTerm;
+use crate::index::lexical::{QueryTerm, Scores};
 
 pub const LEXICAL_WEIGHT: f32 = 0.5;
 pub const SEMANTIC_WEIGHT: f32 = 0.5;
@@ -80,7 +81,53 @@ pub struct Hit {
     pub semantic: f32,
 }
 
+/// Every candidate in scope, in chunk order, as [`rank`] hands them to [`head`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Matches {
+    /// Fulltext: every chunk BM25 scored, each scoring [`lexical_relevance`] against `ideal`.
+    /// Never made into a list: a common word matches a million chunks of a large collection.
+    Lexical { bm25: Scores, ideal: f32 },
+    /// Semantic and hybrid: their pool, in chunk order.
+    Listed(Vec<Hit>),
+}
+
+impl Matches {
+    /// Each match as a [`Hit`], in chunk order.
+    pub fn each(&self, mut f: impl FnMut(Hit)) {
+        match self {
+            Matches::Lexical { bm25, ideal } => bm25.each(|c, s| f(lexical_hit(c, s, *ideal))),
+            Matches::Listed(hits) => hits.iter().cloned().for_each(f),
+        }
+    }
+
+    /// The matches among `chunks`, in chunk order.
+    fn range(&self, chunks: std::ops::Range<u32>) -> Vec<Hit> {
+        match self {
+            Matches::Lexical { bm25, ideal } => {
+                let mut out = Vec::new();
+                bm25.each_in(chunks, |c, s| out.push(lexical_hit(c, s, *ideal)));
+                out
+            }
+            Matches::Listed(hits) => {
+                let from = hits.partition_point(|h| h.chunk < chunks.start);
+                let to = hits.partition_point(|h| h.chunk < chunks.end);
+                hits[from..to.max(from)].to_vec()
+            }
+        }
+    }
+}
+
+fn lexical_hit(chunk: u32, bm25: f32, ideal: f32) -> Hit {
+    Hit {
+        chunk,
+        score: lexical_relevance(bm25, ideal),
+        lexical: bm25,
+        semantic: 0.0,
+    }
+}
+
 /// Every candidate in scope, in chunk order: [`head`] ranks what a request reads.
+#[cfg_attr(not(feature = "vectors"), allow(unused_variables))]
 pub fn rank(
     r: &Retriever,
     analyzer: &Analyzer,
@@ -89,22 +136,10 @@ pub fn rank(
     mode: Mode,
     fusion: Fusion,
     pool: usize,
-) -> Vec<Hit> {
+) -> Matches {
     match (mode, query) {
-        (Mode::Fulltext, _) | (_, None) => {
-            // Scaled by the query's words matched exactly: a match through a close spelling
-            // (weight < 1) scores below the exact word's.
-            let ideal = r.corpus.ideal_score_unweighted(terms);
-            r.lexical(terms)
-                .into_iter()
-                .map(|(chunk, s)| Hit {
-                    chunk,
-                    score: lexical_relevance(s, ideal),
-                    lexical: s,
-                    semantic: 0.0,
-                })
-                .collect()
-        }
+        // Only vector search gives a query vector: the lexical build has no other arm.
+        #[cfg(feature = "vectors")]
         (Mode::Semantic, Some(q)) => {
             // In chunk order, as the other modes give them.
             let by_chunk: BTreeMap<u32, (f32, f32)> = r
@@ -112,20 +147,31 @@ pub fn rank(
                 .into_iter()
                 .map(|(chunk, cos)| (chunk, (cos, 0.0)))
                 .collect();
-            by_chunk
-                .into_iter()
-                .map(|(chunk, (cos, _))| Hit {
-                    chunk,
-                    score: cos.max(0.0),
-                    lexical: 0.0,
-                    semantic: cos.max(0.0),
-                })
-                .collect()
+            Matches::Listed(
+                by_chunk
+                    .into_iter()
+                    .map(|(chunk, (cos, _))| Hit {
+                        chunk,
+                        score: cos.max(0.0),
+                        lexical: 0.0,
+                        semantic: cos.max(0.0),
+                    })
+                    .collect(),
+            )
         }
-        (Mode::Hybrid, Some(q)) => hybrid(r, analyzer, terms, q, fusion, pool),
+        #[cfg(feature = "vectors")]
+        (Mode::Hybrid, Some(q)) => Matches::Listed(hybrid(r, analyzer, terms, q, fusion, pool)),
+        // Fulltext, or no query vector.
+        _ => Matches::Lexical {
+            bm25: r.lexical(terms),
+            // Scaled by the query's words matched exactly: a match through a close spelling
+            // (weight < 1) scores below the exact word's.
+            ideal: r.corpus.ideal_score_unweighted(terms),
+        },
     }
 }
 
+#[cfg(feature = "vectors")]
 fn hybrid(
     r: &Retriever,
     analyzer: &Analyzer,
@@ -135,9 +181,7 @@ fn hybrid(
     pool_size: usize,
 ) -> Vec<Hit> {
     let lexical_all = r.lexical(terms);
-    let mut top_lexical: Vec<(u32, f32)> = lexical_all.clone();
-    top_lexical.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    top_lexical.truncate(pool_size);
+    let top_lexical = top(|f| lexical_all.each(f), pool_size);
 
     // chunk → (bm25, cosine)
     let mut pool: BTreeMap<u32, (f32, f32)> = BTreeMap::new();
@@ -145,9 +189,7 @@ fn hybrid(
         pool.insert(chunk, (bm25, f32::NAN));
     }
     for (chunk, cos) in r.semantic(q, pool_size) {
-        let bm25 = lexical_all
-            .binary_search_by_key(&chunk, |x| x.0)
-            .map_or(0.0, |i| lexical_all[i].1);
+        let bm25 = lexical_all.get(chunk).unwrap_or(0.0);
         pool.insert(chunk, (bm25, cos));
     }
     for (chunk, v) in pool.iter_mut() {
@@ -255,6 +297,7 @@ pub fn lexical_relevance(bm25: f32, ideal: f32) -> f32 {
 }
 
 /// Whether the chunk's document title and section headings hold every query term.
+#[cfg(feature = "vectors")]
 fn breadcrumb_has_all(
     corpus: &Corpus,
     analyzer: &Analyzer,
@@ -297,56 +340,61 @@ pub struct Ranking {
     pub documents: Vec<u32>,
 }
 
-/// The ranking of `hits` (in chunk order, as [`rank`] gives them), cut to its first `docs`
-/// documents.
+/// The ranking of `matches` (in chunk order, as [`rank`] gives them), cut to its first
+/// `docs` documents.
 ///
 /// The head reads as the whole ranking would for every page that needs no more than `docs`
 /// documents: its first `k` entries (for `k ≤ docs`) belong to its first `k` documents, and
 /// leaving out the entries of later documents keeps the order of the rest. So a page of
 /// results at `offset + limit ≤ docs`, a page of documents within the first `docs`, and a
 /// second stage's pool of at most `docs − 1` entries come out the same. One pass in chunk
-/// order groups the hits by document (a document's chunks are consecutive); only the chosen
-/// documents' hits are sorted. A query matching a million chunks so costs a walk over them,
-/// not a sort of all of them.
-pub fn head(corpus: &Corpus, hits: Vec<Hit>, max_per_doc: usize, docs: usize) -> Ranking {
-    debug_assert!(hits.windows(2).all(|w| w[0].chunk < w[1].chunk));
+/// order groups the matches by document (a document's chunks are consecutive); only the
+/// chosen documents' matches are read again and sorted. A query matching a million chunks so
+/// costs a walk over them, not a sort (or even a list) of all of them.
+pub fn head(corpus: &Corpus, matches: &Matches, max_per_doc: usize, docs: usize) -> Ranking {
     let mut groups: Vec<Group> = Vec::new();
     let mut walk = DocWalk::default();
-    for (i, h) in hits.iter().enumerate() {
+    let mut last = None;
+    matches.each(|h| {
+        debug_assert!(last < Some(h.chunk), "matches come in chunk order");
+        last = Some(h.chunk);
         let doc = walk.doc(corpus, h.chunk);
         match groups.last_mut() {
             Some(g) if g.doc == doc => {
-                g.end = i + 1;
+                g.count += 1;
                 // A later chunk wins only on a higher score.
-                if h.score.total_cmp(&hits[g.best].score) == Ordering::Greater {
-                    g.best = i;
+                if h.score.total_cmp(&g.score) == Ordering::Greater {
+                    (g.chunk, g.score) = (h.chunk, h.score);
                 }
             }
             _ => groups.push(Group {
                 doc,
-                start: i,
-                end: i + 1,
-                best: i,
+                count: 1,
+                chunk: h.chunk,
+                score: h.score,
             }),
         }
-    }
+    });
     let total = groups
         .iter()
-        .map(|g| (g.end - g.start).min(max_per_doc))
+        .map(|g| (g.count as usize).min(max_per_doc))
         .sum();
     let documents: Vec<u32> = groups.iter().map(|g| g.doc).collect();
     if groups.len() > docs {
-        // Only the first `docs` documents.
-        let mut chosen = vec![false; corpus.n_docs()];
-        for h in best_hits(&hits, groups.iter().map(|g| g.best as u32), docs) {
-            chosen[walk.doc(corpus, h.chunk) as usize] = true;
-        }
-        groups.retain(|g| chosen[g.doc as usize]);
+        // Only the first `docs` documents (by their best match), still in document order.
+        let best = |f: &mut dyn FnMut(u32, f32)| groups.iter().for_each(|g| f(g.chunk, g.score));
+        let mut chosen: Vec<u32> = top(best, docs)
+            .into_iter()
+            .map(|(chunk, _)| walk.doc(corpus, chunk))
+            .collect();
+        chosen.sort_unstable();
+        groups.retain(|g| chosen.binary_search(&g.doc).is_ok());
     }
     // Each document's best `max_per_doc`, then all of them in order.
     let mut head = Vec::new();
     for g in &groups {
-        let mut own = hits[g.start..g.end].to_vec();
+        let (first, n) = corpus.doc_span(g.doc);
+        let mut own = matches.range(first..first.saturating_add(n));
         sort(&mut own);
         own.truncate(max_per_doc);
         head.append(&mut own);
@@ -359,18 +407,19 @@ pub fn head(corpus: &Corpus, hits: Vec<Hit>, max_per_doc: usize, docs: usize) ->
     }
 }
 
-/// A document's hits: `hits[start..end]`, the best at `best`.
+/// A document's matches: how many, and the best one (its chunk and score).
 struct Group {
     doc: u32,
-    start: usize,
-    end: usize,
-    best: usize,
+    count: u32,
+    chunk: u32,
+    score: f32,
 }
 
-/// The `k` best of the hits at `positions` (positions in `hits`), best first. A histogram of
-/// their scores (by the top 16 bits of the scores' total order, so about 1/128 apart) finds
-/// the bucket of the `k`-th best, and only the hits from that bucket up are sorted.
-fn best_hits(hits: &[Hit], positions: impl Iterator<Item = u32> + Clone, k: usize) -> Vec<Hit> {
+/// The `k` best of `scored` (chunk, score) pairs: score descending, then chunk, as the ranking
+/// orders. A histogram of the scores (by the top 16 bits of their total order, so about 1/128
+/// apart) finds the bucket of the `k`-th best, and only the pairs from that bucket up are
+/// kept and sorted, so a million matches cost two passes and no list of them.
+fn top(scored: impl Fn(&mut dyn FnMut(u32, f32)), k: usize) -> Vec<(u32, f32)> {
     let bucket = |score: f32| {
         let bits = score.to_bits();
         let key = if bits >> 31 == 1 {
@@ -381,9 +430,7 @@ fn best_hits(hits: &[Hit], positions: impl Iterator<Item = u32> + Clone, k: usiz
         (key >> 16) as usize
     };
     let mut histogram = vec![0u32; 1 << 16];
-    for i in positions.clone() {
-        histogram[bucket(hits[i as usize].score)] += 1;
-    }
+    scored(&mut |_, score| histogram[bucket(score)] += 1);
     let (mut above, mut cut) = (0, 0);
     for (b, &n) in histogram.iter().enumerate().rev() {
         above += n as usize;
@@ -392,12 +439,13 @@ fn best_hits(hits: &[Hit], positions: impl Iterator<Item = u32> + Clone, k: usiz
             break;
         }
     }
-    let mut top: Vec<Hit> = positions
-        .map(|i| &hits[i as usize])
-        .filter(|h| bucket(h.score) >= cut)
-        .cloned()
-        .collect();
-    sort(&mut top);
+    let mut top: Vec<(u32, f32)> = Vec::new();
+    scored(&mut |chunk, score| {
+        if bucket(score) >= cut {
+            top.push((chunk, score));
+        }
+    });
+    top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     top.truncate(k);
     top
 }
@@ -412,10 +460,17 @@ struct DocWalk {
 }
 
 impl DocWalk {
+    /// Inlined always (most chunks stay in the last document), the rest out of line.
+    #[inline(always)]
     fn doc(&mut self, corpus: &Corpus, chunk: u32) -> u32 {
         if self.span.contains(&chunk) {
             return self.doc;
         }
+        self.move_to(corpus, chunk)
+    }
+
+    #[inline(never)]
+    fn move_to(&mut self, corpus: &Corpus, chunk: u32) -> u32 {
         if self.span.end != 0 && chunk >= self.span.end {
             let n_docs = corpus.n_docs() as u32;
             let mut d = self.doc;
@@ -490,23 +545,40 @@ mod tests {
             state ^= state << 17;
             (state % m as u64) as u32
         };
+        let cfg = corpus.header().analyzer.clone();
         for round in 0..200 {
-            // In chunk order, as fusion hands them over.
-            let mut hits = Vec::new();
+            // In chunk order, as fusion hands them over: as a list (semantic, hybrid), or
+            // as BM25's scores (fulltext; tf 1..4 at one length, so scores tie often).
+            let mut listed = Vec::new();
+            let mut postings = Vec::new();
             for chunk in 0..n {
                 if next(3) > 0 || round % 7 == 0 {
-                    hits.push(Hit {
+                    listed.push(Hit {
                         chunk,
                         score: next(4) as f32 / 4.0,
                         lexical: 0.0,
                         semantic: 0.0,
                     });
+                    postings.push((chunk, 1 + next(4), 10));
                 }
             }
+            let matches = match round % 2 {
+                0 => Matches::Listed(listed),
+                _ => {
+                    let df = postings.len();
+                    let lists = std::iter::once((df, 1.0, 0, postings.into_iter()));
+                    Matches::Lexical {
+                        bm25: crate::index::lexical::bm25(&cfg, n as usize, 10.0, lists),
+                        ideal: 2.5,
+                    }
+                }
+            };
+            let mut hits = Vec::new();
+            matches.each(|h| hits.push(h));
             let max = 1 + next(3) as usize;
             let docs = next(corpus.n_docs() as u32 + 2) as usize;
             let all = whole(&corpus, hits.clone(), max);
-            let got = head(&corpus, hits.clone(), max, docs);
+            let got = head(&corpus, &matches, max, docs);
 
             assert_eq!(got.total, all.len(), "round {round}");
             let mut documents = got.documents.clone();

@@ -487,11 +487,10 @@ impl Engine {
         // semantic side, one close enough by the model's match rule. The rest of the nearest
         // neighbours (in a small collection, all of it) is not an answer: it is neither
         // returned nor counted in `total` and the facets.
-        // (Without vector search every answer is lexical.)
+        // (Without vector search every answer is lexical, and so is every fulltext one.)
         #[cfg(feature = "vectors")]
-        let fused: Vec<fuse::Hit> = match mode {
-            Mode::Fulltext => fused,
-            _ => {
+        let fused = match fused {
+            fuse::Matches::Listed(mut hits) => {
                 let rule = match self.options.match_floor {
                     Some(floor) => crate::embed::MatchRule {
                         floor,
@@ -503,16 +502,15 @@ impl Engine {
                         .map(|m| crate::embed::match_rule(&m.id))
                         .unwrap_or_default(),
                 };
-                let best = fused.iter().map(|h| h.semantic).fold(0.0, f32::max);
+                let best = hits.iter().map(|h| h.semantic).fold(0.0, f32::max);
                 let floor = match rule.within_best {
                     Some(d) => rule.floor.max(best - d),
                     None => rule.floor,
                 };
-                fused
-                    .into_iter()
-                    .filter(|h| h.lexical > 0.0 || h.semantic >= floor)
-                    .collect()
+                hits.retain(|h| h.lexical > 0.0 || h.semantic >= floor);
+                fuse::Matches::Listed(hits)
             }
+            lexical => lexical,
         };
         // Every page of this request, and the second stage's pool with the entry after it,
         // lies within the ranking's first `head_docs` documents.
@@ -524,7 +522,7 @@ impl Engine {
         #[cfg(not(feature = "vectors"))]
         let pool_room = 0;
         let head_docs = plan.offset + plan.limit + pool_room;
-        let ranking = fuse::head(&corpus, fused, plan.max_chunks_per_document, head_docs);
+        let ranking = fuse::head(&corpus, &fused, plan.max_chunks_per_document, head_docs);
         let facets = present::facets(&corpus, &ranking.documents);
         let capped = ranking.head;
         corpus.checkpoint()?;

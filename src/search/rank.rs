@@ -115,11 +115,7 @@ pub fn features(
         }
     }
     // BM25 of every chunk holding a query term (for a document's best lexical chunk).
-    let bm25: BTreeMap<u32, f32> = r
-        .lexical(query.expanded)
-        .into_iter()
-        .filter(|(c, _)| docs.contains_key(&corpus.doc_of(*c)))
-        .collect();
+    let bm25 = r.lexical(query.expanded);
     // Per document: best and second-best chunk cosine, best lexical score, term mask.
     let mut doc_stats: BTreeMap<u32, (f32, f32, f32, u64)> = BTreeMap::new();
     for &d in docs.keys() {
@@ -133,7 +129,7 @@ pub fn features(
             } else if cos > second {
                 second = cos;
             }
-            if let Some(&b) = bm25.get(&c) {
+            if let Some(b) = bm25.get(c) {
                 lex = lex.max(normalized(b, ideal));
             }
             mask |= chunk_mask.get(&c).copied().unwrap_or(0);

@@ -3,7 +3,7 @@
 
 use super::corpus::Corpus;
 use super::filter::DocMask;
-use crate::index::lexical::QueryTerm;
+use crate::index::lexical::{QueryTerm, Scores};
 use crate::index::vector::VectorIndex;
 
 /// How many chunks each retriever hands to fusion (at least; a larger `limit` raises it).
@@ -24,11 +24,11 @@ pub struct Retriever<'a> {
 }
 
 impl Retriever<'_> {
-    /// BM25 score of every in-scope chunk containing a query term, in chunk order.
-    pub fn lexical(&self, terms: &[QueryTerm]) -> Vec<(u32, f32)> {
+    /// BM25 score of every in-scope chunk containing a query term.
+    pub fn lexical(&self, terms: &[QueryTerm]) -> Scores {
         let mut hits = self.corpus.bm25(terms);
         if self.mask.is_restricted() {
-            hits.retain(|&(c, _)| self.mask.allows_chunk(self.corpus, c));
+            hits.retain(|c| self.mask.allows_chunk(self.corpus, c));
         }
         hits
     }
