@@ -19,7 +19,8 @@ It is built with the release `index-builder` (by default `--no-embeddings`: with
 - `docloupe mcp`: 200 `search_docs` calls over stdio, one at a time (round trip p50 / p95 and the
   server's peak RSS);
 - the Worker on plain workerd over the split layout (`tests/edge/bench.sh`: 100 connections,
-  30 s, p50 / p99, errors, isolate memory), unless `--no-edge`.
+  30 s, p50 / p99, errors, isolate memory; then the 200 queries and titles one at a time,
+  each also with a random word, and the isolate's wasm memory after them), unless `--no-edge`.
 
 Usage: python3 tests/bench/scale.py [--versions N] [--embeddings] [--brotli] [--no-edge]
 """
@@ -253,7 +254,10 @@ def main():
     if "--no-edge" not in args:
         with open(os.path.join(work, "queries.txt"), "w") as fh:
             fh.write("\n".join(QUERIES) + "\n")
-        env = dict(os.environ, DEMO_DIR=os.path.join(work, "edge"), LOAD_QUERIES=os.path.join(work, "queries.txt"))
+        with open(os.path.join(work, "queries-wide.txt"), "w") as fh:
+            fh.write("\n".join(queries) + "\n")
+        env = dict(os.environ, DEMO_DIR=os.path.join(work, "edge"), LOAD_QUERIES=os.path.join(work, "queries.txt"),
+                   MEMORY_QUERIES=os.path.join(work, "queries-wide.txt"))
         print("the Worker on plain workerd over the split layout (tests/edge/bench.sh):", flush=True)
         subprocess.run(["bash", os.path.join(ROOT, "tests", "edge", "bench.sh")], env=env, check=True)
 

@@ -43,11 +43,32 @@ echo "== wrk: $CONNECTIONS connections, $DURATION, against http://127.0.0.1:$por
 wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s ../../tests/edge/load.lua "http://127.0.0.1:$port" | tee "$work/wrk.txt"
 at_end=$(snapshot)
 summary=$(grep '^{"statuses"' "$work/wrk.txt")
+# MEMORY_QUERIES: a file of distinct queries, one a line (make bench-scale: its 200 questions
+# and titles), each sent once as it is and once with a random word, one at a time: the load's
+# 20 questions fetch few shards, a wide mix shows where the isolate's memory settles.
+wide=""
+if [ -n "${MEMORY_QUERIES:-}" ]; then
+  wide=$(node - "http://127.0.0.1:$port" "$MEMORY_QUERIES" <<'JS'
+const [base, file] = process.argv.slice(2);
+const queries = require('fs').readFileSync(file, 'utf8').split('\n').filter(Boolean);
+(async () => {
+  let failed = 0;
+  for (const [i, q] of queries.flatMap((q) => [q, `${q} ${Math.random().toString(36).slice(2, 9)}`]).entries()) {
+    const r = await fetch(`${base}/v1/search/docs/query`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'CF-Connecting-IP': `203.0.113.${i % 200}` }, body: JSON.stringify({ query: q, limit: 5, mode: 'fulltext' }) });
+    await r.arrayBuffer();
+    if (r.status !== 200) failed++;
+  }
+  const h = await (await fetch(`${base}/healthz`)).json();
+  console.log(`${queries.length * 2} distinct queries one at a time (${failed} not 200): engine wasm memory ${(h.engine.wasmMemoryBytes / 1048576).toFixed(1)} MB`);
+})();
+JS
+)
+fi
 
 node_modules/.bin/wrangler deploy --dry-run --outdir "$work/dist" --assets "$work/assets" > "$work/deploy.txt" 2>&1 || { cat "$work/deploy.txt"; exit 1; }
 upload=$(grep -o 'Total Upload: .*' "$work/deploy.txt" | head -1)
 
-node - "$summary" "$at_start" "$after_warmup" "$at_end" "$upload" <<'JS'
+WIDE="$wide" node - "$summary" "$at_start" "$after_warmup" "$at_end" "$upload" <<'JS'
 const [summary, atStart, afterWarmup, atEnd, upload] = process.argv.slice(2);
 const s = JSON.parse(summary);
 const errors = Object.values(s.errors).reduce((a, b) => a + b, 0) - s.errors.status;
@@ -59,6 +80,7 @@ console.log(`errors other than intended 429s: ${errors + unintended} (socket ${e
 console.log(`memory at start:        ${atStart}`);
 console.log(`after the warm-up:      ${afterWarmup}`);
 console.log(`after the measured run: ${atEnd}`);
+if (process.env.WIDE) console.log(`then ${process.env.WIDE}`);
 const gz = /gzip: ([\d.]+) KiB/.exec(upload);
 console.log(`worker upload: ${upload}`);
 if (gz) {
