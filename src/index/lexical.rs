@@ -16,6 +16,20 @@ pub struct LexicalIndex {
     pub chunk_lengths: Vec<u32>,
     pub terms: Vec<String>,
     pub postings: Vec<Postings>,
+    /// [`average_length`] of `chunk_lengths`, worked out on the first query (not stored: a
+    /// pass over every chunk, which each query used to pay; 1.35M chunks at 100K documents).
+    #[serde(skip)]
+    average: Derived<f32>,
+}
+
+/// A value worked out once from the rest of its struct: never part of its equality.
+#[derive(Debug, Clone, Default)]
+struct Derived<T>(std::sync::OnceLock<T>);
+
+impl<T> PartialEq for Derived<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -252,36 +266,44 @@ where
             best[c] = 0.0;
         }
     };
-    let score = |idf: f32, tf: u32, len: u32| term_score(cfg, avg_len, idf, tf, len);
-    for ((df, weight, group, postings), alone) in lists.into_iter().zip(alone) {
-        if word != Some(group) {
-            flush(&mut scores, &mut best, &mut in_word);
-            word = Some(group);
-        }
-        let idf = weight * bm25_idf(n, df);
-        if alone {
+    {
+        // Slices, not the `Vec`s: indexing a `Vec` goes through `Index`, which the
+        // size-optimized wasm build calls rather than inlines.
+        let (scores, best, matched) = (&mut scores[..], &mut best[..], &mut matched[..]);
+        for ((df, weight, group, postings), alone) in lists.into_iter().zip(alone) {
+            if word != Some(group) {
+                flush(scores, best, &mut in_word);
+                word = Some(group);
+            }
+            let idf = weight * bm25_idf(n, df);
+            if alone {
+                for (chunk, tf, len) in postings {
+                    let c = chunk as usize;
+                    if scores[c] == 0.0 {
+                        matched[c / 64] |= 1 << (c % 64);
+                    }
+                    // max(0, s), written out: `f32::max` is a libm call in wasm.
+                    let s = term_score(cfg, avg_len, idf, tf, len);
+                    scores[c] += if s > 0.0 { s } else { 0.0 };
+                }
+                continue;
+            }
             for (chunk, tf, len) in postings {
                 let c = chunk as usize;
-                if scores[c] == 0.0 {
-                    matched[c / 64] |= 1 << (c % 64);
+                let s = term_score(cfg, avg_len, idf, tf, len);
+                if best[c] == 0.0 {
+                    in_word.push(chunk);
+                    if scores[c] == 0.0 {
+                        matched[c / 64] |= 1 << (c % 64);
+                    }
                 }
-                scores[c] += score(idf, tf, len).max(0.0);
-            }
-            continue;
-        }
-        for (chunk, tf, len) in postings {
-            let c = chunk as usize;
-            let s = score(idf, tf, len);
-            if best[c] == 0.0 {
-                in_word.push(chunk);
-                if scores[c] == 0.0 {
-                    matched[c / 64] |= 1 << (c % 64);
+                if s > best[c] {
+                    best[c] = s;
                 }
             }
-            best[c] = best[c].max(s);
         }
+        flush(scores, best, &mut in_word);
     }
-    flush(&mut scores, &mut best, &mut in_word);
     // Every entry of `best` is back to 0.
     let _ = SPARE.try_with(|s| s.borrow_mut().best = best);
     Scores { scores, matched }
@@ -349,10 +371,11 @@ impl Scores {
     /// `f(chunk, score)` for the matches among `chunks`, in chunk order. (Plain loops: the
     /// lexical wasm build is optimized for size, and iterator adapters there cost 1.5× here.)
     pub fn each_in(&self, chunks: std::ops::Range<u32>, mut f: impl FnMut(u32, f32)) {
-        let end = (chunks.end as usize).min(self.scores.len());
+        let (scores, matched) = (&self.scores[..], &self.matched[..]);
+        let end = (chunks.end as usize).min(scores.len());
         let start = (chunks.start as usize).min(end);
         let mut w = start / 64;
-        let mut bits = match self.matched.get(w) {
+        let mut bits = match matched.get(w) {
             Some(&first) if start < end => first & (u64::MAX << (start % 64)),
             _ => return,
         };
@@ -362,14 +385,14 @@ impl Scores {
                 if c >= end {
                     return;
                 }
-                f(c as u32, self.scores[c]);
+                f(c as u32, scores[c]);
                 bits &= bits - 1;
             }
             w += 1;
             if w * 64 >= end {
                 return;
             }
-            bits = self.matched[w];
+            bits = matched[w];
         }
     }
 
@@ -574,6 +597,7 @@ impl LexicalBuilder {
             chunk_lengths: self.lengths,
             terms,
             postings,
+            average: Default::default(),
         }
     }
 }
@@ -597,7 +621,10 @@ impl LexicalIndex {
     /// BM25 scores of every chunk that contains at least one of `terms`, in chunk order.
     /// Repeated query terms count once.
     pub fn score(&self, cfg: &AnalyzerConfig, terms: &[QueryTerm]) -> Scores {
-        let avg_len = average_length(&self.chunk_lengths);
+        let avg_len = *self
+            .average
+            .0
+            .get_or_init(|| average_length(&self.chunk_lengths));
         let lists = unique_weighted(terms)
             .into_iter()
             .filter_map(|(term, weight, group)| {
