@@ -422,7 +422,7 @@ test('the bundle from R2 (a whole bundle file) and from KV', async () => {
 test('200 searches at once on a cold isolate that starts over at every search all answer as the native engine', async () => {
   // The Worker's host fetches every file a search needs itself (shareFetches: false): workerd
   // cancels a request waiting on another request's fetch as hung, a plain-text 500. That
-  // needs more load than this fixture gives (it showed at 10K pages: 185 of ~1,500 requests
+  // needs more load than this fixture gives (it showed at 10K pages: 351 of 7,376 requests
   // in 15 s), so js_api.test.mjs checks the option itself; this checks that concurrent
   // searches, each starting the engine over (a 1-byte budget), still answer right.
   const w = await startPlainWorkerd({ assets: path.join(WORK, 'assets'), work: path.join(WORK, 'plain-concurrent'), vars: { CACHE_TTL_SECONDS: '0', RATE_LIMIT_PER_MINUTE: '0', BUNDLE_MEMORY_BYTES: '1' } });
