@@ -537,20 +537,6 @@ fn push_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
-/// The varint at `bytes[*at..]` (written by [`push_varint`]: always whole).
-fn next_varint(bytes: &[u8], at: &mut usize) -> u32 {
-    let mut v = 0u32;
-    for shift in (0..35).step_by(7) {
-        let b = bytes[*at];
-        *at += 1;
-        v |= ((b & 0x7f) as u32) << shift;
-        if b < 0x80 {
-            break;
-        }
-    }
-    v
-}
-
 impl LexicalBuilder {
     /// Adds the next chunk. `fields` are (terms, weight) pairs, e.g. title terms with the
     /// title weight. Returns the chunk's id.
@@ -583,12 +569,15 @@ impl LexicalBuilder {
         let mut terms = Vec::with_capacity(self.postings.len());
         let mut postings = Vec::with_capacity(self.postings.len());
         for (term, g) in self.postings {
-            let n = g.count as usize;
             let (mut chunk_deltas, mut tfs) = (Varints::default(), Varints::default());
-            let mut at = 0;
-            for _ in 0..n {
-                chunk_deltas.push(next_varint(&g.bytes, &mut at));
-                tfs.push(next_varint(&g.bytes, &mut at));
+            // The builder's bytes hold (step, tf) pairs, read with the postings' own reader.
+            let mut pairs = VarintIter {
+                bytes: &g.bytes,
+                left: g.count.saturating_mul(2),
+            };
+            while let (Some(step), Some(tf)) = (pairs.next(), pairs.next()) {
+                chunk_deltas.push(step);
+                tfs.push(tf);
             }
             terms.push(term);
             postings.push(Postings { chunk_deltas, tfs });
@@ -718,18 +707,23 @@ mod tests {
         assert!(check_deltas(index.postings[1].chunk_deltas.iter(), 300_001).is_ok());
     }
 
-    /// A word of one term adds its BM25 straight on; a word of several adds its best term's:
-    /// either way every matching chunk comes back once, in chunk order, with the sum.
-    #[test]
-    fn a_chunk_scores_the_sum_of_each_words_best_term() {
-        let cfg = crate::bundle::AnalyzerConfig {
+    /// BM25's usual k1 and b, every field weighing 1.
+    fn unweighted() -> crate::bundle::AnalyzerConfig {
+        crate::bundle::AnalyzerConfig {
             version: 1,
             k1: 1.2,
             b: 0.75,
             title_weight: 1,
             heading_weight: 1,
             body_weight: 1,
-        };
+        }
+    }
+
+    /// A word of one term adds its BM25 straight on; a word of several adds its best term's:
+    /// either way every matching chunk comes back once, in chunk order, with the sum.
+    #[test]
+    fn a_chunk_scores_the_sum_of_each_words_best_term() {
+        let cfg = unweighted();
         let n = 200;
         let one = |cfg: &crate::bundle::AnalyzerConfig, df: usize, w: f32, tf: u32| {
             let idf = w * bm25_idf(n, df);
@@ -773,14 +767,7 @@ mod tests {
         let n = 300;
         let hits = [0u32, 1, 63, 64, 65, 127, 128, 200, 255, 256, 299];
         let postings: Vec<(u32, u32, u32)> = hits.iter().map(|&c| (c, 1 + c % 3, 10)).collect();
-        let cfg = crate::bundle::AnalyzerConfig {
-            version: 1,
-            k1: 1.2,
-            b: 0.75,
-            title_weight: 1,
-            heading_weight: 1,
-            body_weight: 1,
-        };
+        let cfg = unweighted();
         let mut s = bm25(
             &cfg,
             n,
