@@ -390,10 +390,7 @@ pub(super) fn decode_sections<'a>(
                 let docs: DocsIn = decode_exact(&raw, "docs")?;
                 let chunks = unpack(&docs.documents, 0, docs.chunks, budget_for(raw.len()))
                     .map_err(Error::Corrupt)?;
-                DocsSection {
-                    documents: docs.documents,
-                    chunks,
-                }
+                DocsSection::new(docs.documents, chunks)
             }
         })
     };

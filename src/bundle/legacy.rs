@@ -77,6 +77,7 @@ impl From<DocsSectionV1> for DocsSection {
                     page_span: None,
                 })
                 .collect(),
+            tables: Default::default(),
         }
     }
 }
@@ -126,6 +127,7 @@ impl From<DocsSectionV2> for DocsSection {
                 })
                 .collect(),
             chunks: v2.chunks,
+            tables: Default::default(),
         }
     }
 }

@@ -204,6 +204,96 @@ pub struct ChunkMeta {
 pub struct DocsSection {
     pub documents: Vec<Document>,
     pub chunks: Vec<ChunkMeta>,
+    /// Worked out from `documents` on first use; not stored.
+    #[serde(skip)]
+    pub tables: Tables,
+}
+
+impl DocsSection {
+    pub fn new(documents: Vec<Document>, chunks: Vec<ChunkMeta>) -> DocsSection {
+        DocsSection {
+            documents,
+            chunks,
+            tables: Tables::default(),
+        }
+    }
+
+    /// Compact tables of what a query reads of every document it matches: its chunk span
+    /// and its facet keys. Read out of [`Document`]s, the fields of a million matches'
+    /// documents each cost a cache miss and the facets a string comparison; the split
+    /// layout's core stores the same tables.
+    pub fn tables(&self) -> &DocTables {
+        self.tables.0.get_or_init(|| DocTables {
+            spans: self
+                .documents
+                .iter()
+                .map(|d| (d.first_chunk, d.chunk_count))
+                .collect(),
+            facets: FacetTable::of(&self.documents),
+        })
+    }
+}
+
+/// [`DocsSection::tables`], made once: never part of the section's equality.
+#[derive(Debug, Clone, Default)]
+pub struct Tables(std::sync::OnceLock<DocTables>);
+
+impl PartialEq for Tables {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct DocTables {
+    /// Per document: (first chunk, chunk count).
+    pub spans: Vec<(u32, u32)>,
+    pub facets: FacetTable,
+}
+
+/// Every document's facet keys as numbers (what the facets count), with the names they
+/// stand for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FacetTable {
+    /// The distinct document types, sorted.
+    pub doc_types: Vec<String>,
+    /// The distinct `YYYY-MM` months, sorted.
+    pub months: Vec<String>,
+    /// Per document: index into `doc_types`, and 1 + index into `months` (0: no date).
+    pub doc_facets: Vec<(u32, u32)>,
+}
+
+impl FacetTable {
+    pub fn of(documents: &[Document]) -> FacetTable {
+        let mut doc_types: Vec<String> = documents.iter().map(|d| d.doc_type.clone()).collect();
+        doc_types.sort();
+        doc_types.dedup();
+        let mut months: Vec<String> = documents.iter().filter_map(month).collect();
+        months.sort();
+        months.dedup();
+        let position = |list: &[String], key: &str| list.binary_search_by(|x| x.as_str().cmp(key));
+        let doc_facets = documents
+            .iter()
+            .map(|d| {
+                let t = position(&doc_types, &d.doc_type).unwrap_or(0) as u32;
+                let m = month(d).map_or(0, |m| position(&months, &m).map_or(0, |i| i as u32 + 1));
+                (t, m)
+            })
+            .collect();
+        FacetTable {
+            doc_types,
+            months,
+            doc_facets,
+        }
+    }
+}
+
+/// `YYYY-MM` of a document's date, the facet key.
+pub fn month(d: &Document) -> Option<String> {
+    d.date
+        .as_deref()
+        .and_then(|d| d.get(..7))
+        .map(str::to_owned)
 }
 
 /// A decoded bundle. `vectors` is `None` for bundles built without embeddings.

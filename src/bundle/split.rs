@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::format::{check_prefix, decode_exact, to_bytes};
-use super::model::{Bundle, ChunkMeta, Document, Header, SectionKind};
+use super::model::{Bundle, ChunkMeta, Document, FacetTable, Header, SectionKind};
 use super::packed::{budget_for, pack, unpack, PackedChunk};
 use crate::error::{Error, Result};
 use crate::index::lexical::{self, Varints};
@@ -456,22 +456,11 @@ pub fn split_with(
         add(shard, shard_file(bundle_id, shard, body)?);
     }
 
-    let mut doc_types: Vec<String> = docs.documents.iter().map(|d| d.doc_type.clone()).collect();
-    doc_types.sort();
-    doc_types.dedup();
-    let mut months: Vec<String> = docs.documents.iter().filter_map(month).collect();
-    months.sort();
-    months.dedup();
-    let position = |list: &[String], key: &str| list.binary_search_by(|x| x.as_str().cmp(key));
-    let doc_facets = docs
-        .documents
-        .iter()
-        .map(|d| {
-            let t = position(&doc_types, &d.doc_type).unwrap_or(0) as u32;
-            let m = month(d).map_or(0, |m| position(&months, &m).map_or(0, |i| i as u32 + 1));
-            (t, m)
-        })
-        .collect();
+    let FacetTable {
+        doc_types,
+        months,
+        doc_facets,
+    } = FacetTable::of(&docs.documents);
     // The vectors section as the bundle holds it, in pieces: a host that has them all decodes
     // and validates exactly what the whole bundle would.
     let (header, body_start) = super::format::decode_header(bytes)?;
@@ -521,14 +510,6 @@ fn vectors_entry(header: &Header) -> Option<&super::model::SectionEntry> {
         .sections
         .iter()
         .find(|e| e.kind == SectionKind::Vectors)
-}
-
-/// `YYYY-MM` of a document's date, the facet key.
-pub fn month(d: &Document) -> Option<String> {
-    d.date
-        .as_deref()
-        .and_then(|d| d.get(..7))
-        .map(str::to_owned)
 }
 
 /// A split bundle as far as it has been loaded: the core plus whichever shards were added.

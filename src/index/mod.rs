@@ -268,7 +268,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
     };
     Ok(Bundle {
         header,
-        docs: DocsSection { documents, chunks },
+        docs: DocsSection::new(documents, chunks),
         lexical,
         text,
         vectors,

@@ -175,10 +175,7 @@ impl<'a> Corpus<'a> {
     /// (first chunk, chunk count) of document `d`.
     pub fn doc_span(&self, d: u32) -> (u32, u32) {
         match self.data {
-            Data::Whole(b) => {
-                let doc = &b.docs.documents[d as usize];
-                (doc.first_chunk, doc.chunk_count)
-            }
+            Data::Whole(b) => b.docs.tables().spans[d as usize],
             Data::Split(s) => s.doc_span(d),
         }
     }
@@ -194,12 +191,15 @@ impl<'a> Corpus<'a> {
         }
     }
 
-    /// Every document's facet keys as numbers, with the names they stand for: a split bundle
-    /// stores them so (type, month + 1 or 0 for undated); a whole bundle has only the strings.
+    /// Every document's facet keys as numbers, with the names they stand for (type, month + 1
+    /// or 0 for undated): a split bundle stores them so, a whole bundle works them out once.
     #[allow(clippy::type_complexity)]
     pub fn facet_ids(&self) -> Option<(&'a [(u32, u32)], &'a [String], &'a [String])> {
         match self.data {
-            Data::Whole(_) => None,
+            Data::Whole(b) => {
+                let f = &b.docs.tables().facets;
+                Some((&f.doc_facets, &f.doc_types, &f.months))
+            }
             Data::Split(s) => Some((&s.core.doc_facets, &s.core.doc_types, &s.core.months)),
         }
     }
