@@ -315,9 +315,39 @@ impl<'a> Corpus<'a> {
         }
     }
 
-    /// Every chunk (in chunk order) that contains `term`.
-    pub fn chunks_with(&self, term: &str) -> Vec<u32> {
-        self.first_chunks_with(term, usize::MAX)
+    /// The chunks (in chunk order) that contain `term` among `spans`, (first chunk, count)
+    /// ranges in chunk order that do not overlap (a few documents'). Reads the term's chunk
+    /// ids alone, in one merge with the ranges, and stops after the last range: a common
+    /// word's postings cover most of a large collection, and the second stage asks this
+    /// for each query word.
+    #[cfg(feature = "vectors")]
+    pub fn chunks_with_in(&self, term: &str, spans: &[(u32, u32)]) -> Vec<u32> {
+        let deltas = match self.data {
+            Data::Whole(b) => match b.lexical.term_id(term) {
+                Some(i) => b.lexical.postings[i].chunk_deltas.iter(),
+                None => return Vec::new(),
+            },
+            Data::Split(s) => match self.have(s.postings(term), None) {
+                Some(p) => p.chunk_deltas.iter(),
+                None => return Vec::new(),
+            },
+        };
+        let mut out = Vec::new();
+        let mut at = 0;
+        for c in lexical::chunks(deltas) {
+            while spans
+                .get(at)
+                .is_some_and(|&(first, n)| first.saturating_add(n) <= c)
+            {
+                at += 1;
+            }
+            match spans.get(at) {
+                Some(&(first, _)) if c >= first => out.push(c),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        out
     }
 
     /// A split bundle's stored surface form of `term` (from a loaded vocabulary shard that
@@ -374,5 +404,66 @@ impl<'a> Corpus<'a> {
                 out
             }
         }
+    }
+}
+
+#[cfg(all(test, feature = "vectors"))]
+mod tests {
+    use super::*;
+    use crate::bundle::split::{self, CORE_FILE};
+
+    const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/bundles/v8-coded.bundle");
+
+    /// The same bundle whole and split (every file added).
+    fn both() -> [Data; 2] {
+        let bundle = crate::bundle::decode(FIXTURE).unwrap();
+        let files = split::split(&bundle, FIXTURE).unwrap();
+        let core = &files.iter().find(|(n, _)| n == CORE_FILE).unwrap().1;
+        let mut s = SplitBundle::open(core).unwrap();
+        for (name, bytes) in &files {
+            if name != CORE_FILE {
+                s.add(name, bytes).unwrap();
+            }
+        }
+        [Data::Whole(bundle), Data::Split(s)]
+    }
+
+    #[test]
+    fn chunks_with_in_reads_the_chunks_of_the_given_documents_only() {
+        let [whole, split] = both();
+        let Data::Whole(bundle) = &whole else {
+            unreachable!()
+        };
+        let n_docs = bundle.docs.documents.len() as u32;
+        assert!(n_docs > 3, "the fixture has a few documents");
+        let sets: Vec<Vec<u32>> = vec![
+            vec![],
+            (0..n_docs).collect(),
+            (0..n_docs).step_by(2).collect(),
+            (1..n_docs).step_by(3).collect(),
+            vec![n_docs - 1],
+            vec![0],
+        ];
+        let mut seen = 0;
+        for data in [&whole, &split] {
+            let corpus = Corpus::new(data);
+            for (i, term) in bundle.lexical.terms.iter().enumerate() {
+                let all: Vec<u32> = bundle.lexical.postings[i].iter().map(|p| p.0).collect();
+                for docs in &sets {
+                    let spans: Vec<(u32, u32)> = docs.iter().map(|&d| corpus.doc_span(d)).collect();
+                    let expected: Vec<u32> = all
+                        .iter()
+                        .copied()
+                        .filter(|c| docs.contains(&corpus.doc_of(*c)))
+                        .collect();
+                    let got = corpus.chunks_with_in(term, &spans);
+                    assert_eq!(got, expected, "{term:?} in documents {docs:?}");
+                    seen += got.len();
+                }
+            }
+            assert!(corpus.chunks_with_in("no-such-term", &[(0, 1)]).is_empty());
+            assert!(corpus.missing.borrow().is_empty(), "every file is loaded");
+        }
+        assert!(seen > 0);
     }
 }

@@ -126,7 +126,9 @@ fn lexical_hit(chunk: u32, bm25: f32, ideal: f32) -> Hit {
     }
 }
 
-/// Every candidate in scope, in chunk order: [`head`] ranks what a request reads.
+/// Every candidate in scope, in chunk order: [`head`] ranks what a request reads. For a
+/// hybrid query also the lexical side's scores of every chunk, which the learned second
+/// stage reads again (one pass over the postings, not two).
 #[cfg_attr(not(feature = "vectors"), allow(unused_variables))]
 pub fn rank(
     r: &Retriever,
@@ -136,7 +138,7 @@ pub fn rank(
     mode: Mode,
     fusion: Fusion,
     pool: usize,
-) -> Matches {
+) -> (Matches, Option<Scores>) {
     match (mode, query) {
         // Only vector search gives a query vector: the lexical build has no other arm.
         #[cfg(feature = "vectors")]
@@ -147,27 +149,33 @@ pub fn rank(
                 .into_iter()
                 .map(|(chunk, cos)| (chunk, (cos, 0.0)))
                 .collect();
-            Matches::Listed(
-                by_chunk
-                    .into_iter()
-                    .map(|(chunk, (cos, _))| Hit {
-                        chunk,
-                        score: cos.max(0.0),
-                        lexical: 0.0,
-                        semantic: cos.max(0.0),
-                    })
-                    .collect(),
-            )
+            let hits = by_chunk
+                .into_iter()
+                .map(|(chunk, (cos, _))| Hit {
+                    chunk,
+                    score: cos.max(0.0),
+                    lexical: 0.0,
+                    semantic: cos.max(0.0),
+                })
+                .collect();
+            (Matches::Listed(hits), None)
         }
         #[cfg(feature = "vectors")]
-        (Mode::Hybrid, Some(q)) => Matches::Listed(hybrid(r, analyzer, terms, q, fusion, pool)),
+        (Mode::Hybrid, Some(q)) => {
+            let bm25 = r.lexical(terms);
+            let hits = hybrid(r, analyzer, terms, &bm25, q, fusion, pool);
+            (Matches::Listed(hits), Some(bm25))
+        }
         // Fulltext, or no query vector.
-        _ => Matches::Lexical {
-            bm25: r.lexical(terms),
-            // Scaled by the query's words matched exactly: a match through a close spelling
-            // (weight < 1) scores below the exact word's.
-            ideal: r.corpus.ideal_score_unweighted(terms),
-        },
+        _ => {
+            let matches = Matches::Lexical {
+                bm25: r.lexical(terms),
+                // Scaled by the query's words matched exactly: a match through a close
+                // spelling (weight < 1) scores below the exact word's.
+                ideal: r.corpus.ideal_score_unweighted(terms),
+            };
+            (matches, None)
+        }
     }
 }
 
@@ -176,11 +184,11 @@ fn hybrid(
     r: &Retriever,
     analyzer: &Analyzer,
     terms: &[QueryTerm],
+    lexical_all: &Scores,
     q: &[f32],
     fusion: Fusion,
     pool_size: usize,
 ) -> Vec<Hit> {
-    let lexical_all = r.lexical(terms);
     let top_lexical = top(|f| lexical_all.each(f), pool_size);
 
     // chunk → (bm25, cosine)

@@ -474,7 +474,9 @@ impl Engine {
             false => plan.limit,
         };
         let pool = retrieve::POOL_PER_SIDE.max(page_results * 2);
-        let fused = fuse::rank(
+        // Hybrid's lexical scores go on to the learned stage (the lexical build has neither).
+        #[cfg_attr(not(feature = "vectors"), allow(unused_variables))]
+        let (fused, lexical_scores) = fuse::rank(
             &retriever,
             &self.analyzer,
             &expanded,
@@ -556,7 +558,7 @@ impl Engine {
                     &retriever,
                     &plan.query,
                     (&terms, &expanded),
-                    qv,
+                    (qv, lexical_scores.as_ref()),
                     &capped[..pool_len],
                     &mut features,
                 ),
@@ -680,7 +682,7 @@ impl Engine {
         retriever: &retrieve::Retriever,
         query: &str,
         (terms, expanded): (&[String], &[QueryTerm]),
-        vector: &[f32],
+        (vector, bm25): (&[f32], Option<&crate::index::lexical::Scores>),
         pool: &[fuse::Hit],
         features: &mut Vec<Vec<f32>>,
     ) -> Option<Vec<f32>> {
@@ -690,6 +692,7 @@ impl Engine {
             terms,
             expanded,
             vector,
+            bm25,
         };
         let rows = rank::features(retriever, &self.analyzer, &view, pool);
         if self.options.explain_features {

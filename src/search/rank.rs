@@ -24,7 +24,7 @@ use super::fuse::Hit;
 use super::retrieve::Retriever;
 use crate::analyze::Analyzer;
 use crate::error::{Error, Result};
-use crate::index::lexical::{self, QueryTerm};
+use crate::index::lexical::{self, QueryTerm, Scores};
 
 /// Names of the features, in the order [`features`] writes them (and models read them).
 pub const FEATURES: [&str; 22] = [
@@ -65,6 +65,8 @@ pub struct QueryView<'q> {
     /// What BM25 searched for them (stand-ins for unknown words, completions).
     pub expanded: &'q [QueryTerm],
     pub vector: &'q [f32],
+    /// BM25 of `expanded` over every chunk in scope, when the first stage computed it.
+    pub bm25: Option<&'q Scores>,
 }
 
 /// One row of features per hit of `pool`, in the order of [`FEATURES`].
@@ -106,16 +108,23 @@ pub fn features(
 
     // The documents of the pool, and for each the chunks that hold each query term.
     let docs: BTreeMap<u32, ()> = pool.iter().map(|h| (corpus.doc_of(h.chunk), ())).collect();
+    let spans: Vec<(u32, u32)> = docs.keys().map(|&d| corpus.doc_span(d)).collect();
     let mut chunk_mask: BTreeMap<u32, u64> = BTreeMap::new();
     for (i, t) in distinct.iter().enumerate() {
-        for c in corpus.chunks_with(t) {
-            if docs.contains_key(&corpus.doc_of(c)) {
-                *chunk_mask.entry(c).or_default() |= 1 << i;
-            }
+        for c in corpus.chunks_with_in(t, &spans) {
+            *chunk_mask.entry(c).or_default() |= 1 << i;
         }
     }
-    // BM25 of every chunk holding a query term (for a document's best lexical chunk).
-    let bm25 = r.lexical(query.expanded);
+    // BM25 of every chunk holding a query term (for a document's best lexical chunk): the
+    // first stage's, or computed here.
+    let own;
+    let bm25 = match query.bm25 {
+        Some(scores) => scores,
+        None => {
+            own = r.lexical(query.expanded);
+            &own
+        }
+    };
     // Per document: best and second-best chunk cosine, best lexical score, term mask.
     let mut doc_stats: BTreeMap<u32, (f32, f32, f32, u64)> = BTreeMap::new();
     for &d in docs.keys() {
