@@ -16,8 +16,8 @@ It is built with the release `index-builder` (by default `--no-embeddings`: with
 - `docloupe search`, over the bundle file and over the split folder: one process per query
   (wall time and peak RSS per call, median and max of QUERIES_COLD queries), and one `--jsonl`
   process for 200 queries (the engine's totalMs p50 / p95 per mode);
-- `docloupe mcp`: 200 `search_docs` calls over stdio, one at a time (round trip p50 / p95 and the
-  server's peak RSS);
+- `docloupe mcp`, serving the bundle file and then the split folder: 200 `search_docs` calls over
+  stdio, one at a time (round trip p50 / p95 and the server's peak RSS);
 - the Worker on plain workerd over the split layout (`tests/edge/bench.sh`: 100 connections,
   30 s, p50 / p99, errors, isolate memory; then the 200 queries and titles one at a time,
   each also with a random word, and the isolate's wasm memory after them), unless `--no-edge`.
@@ -198,7 +198,8 @@ def mcp(bundle, queries, mode):
         peak = next(int(l.split()[1]) for l in fh if l.startswith("VmHWM")) / 1024
     proc.stdin.close()
     proc.wait()
-    print(f"docloupe mcp      {len(queries)} search_docs calls ({mode}), one at a time: round trip p50 "
+    where = "split folder" if os.path.isdir(bundle) else "bundle file"
+    print(f"docloupe mcp      {len(queries)} search_docs calls ({mode}) over the {where}, one at a time: round trip p50 "
           f"{pct(trips, 0.5):.1f} ms, p95 {pct(trips, 0.95):.1f} ms; first answer {first:.1f} s after start "
           f"(load included); {errors} errors; server peak RSS {peak:.0f} MiB")
 
@@ -251,6 +252,7 @@ def main():
     cli(split, queries, modes)
     for mode in modes:
         mcp(bundle, queries, mode)
+        mcp(split, queries, mode)
     if "--no-edge" not in args:
         with open(os.path.join(work, "queries.txt"), "w") as fh:
             fh.write("\n".join(QUERIES) + "\n")

@@ -1,7 +1,7 @@
 // `docloupe mcp` driven by a real MCP client (the official TypeScript SDK) over stdio: the
 // handshake, the tool list with search_documents' exact schema, both tools, every refusal.
 // Run by tests/mcp/run.sh (env DOCLOUPE_MCP_WORK: fixtures.bundle (project docloupe/fixtures),
-// corrupt.bundle, DOCLOUPE_MODEL_DIR). Writes a transcript of one session to
+// fixtures.split (the same, split), corrupt.bundle, DOCLOUPE_MODEL_DIR). Writes a transcript of one session to
 // target/test-output/mcp/transcript.jsonl.
 import { test, after } from 'node:test';
 import { spawn, execFileSync } from 'node:child_process';
@@ -22,6 +22,7 @@ const WORK = need('DOCLOUPE_MCP_WORK');
 const MODELS = need('DOCLOUPE_MODEL_DIR');
 const BUNDLE = path.join(WORK, 'fixtures.bundle');
 const OTHER = path.join(WORK, 'other.bundle');
+const SPLIT = path.join(WORK, 'fixtures.split');
 const OUT = path.join(ROOT, 'target/test-output/mcp');
 fs.mkdirSync(OUT, { recursive: true });
 
@@ -155,6 +156,36 @@ test('--fallback-policy and --rerank-budget-ms reach the engine (issue 25)', asy
   const fused = (await call(hurried, 'search_docs', { query: 'cache size' })).structuredContent;
   assert.equal(fused.fallbackApplied, true, JSON.stringify(fused));
   assert.equal(fused.degradedReason, 'rerank_budget_exceeded');
+});
+
+test('a split folder is served piece by piece and answers as its bundle file, calls at once included', async () => {
+  const whole = await connect(['--bundle', BUNDLE]);
+  const split = await connect(['--bundle', SPLIT]);
+  const calls = [
+    ['search_docs', { query: 'how big can the cache be' }],
+    ['search_docs', { query: 'cache eviction', mode: 'fulltext', limit: 3 }],
+    ['search_docs', { query: 'кэш', mode: 'fulltext', filters: { documentTypes: ['md'] } }],
+    ['search_docs', { query: 'cahce sise', mode: 'fulltext' }],
+    ['search_docs', { query: 'install the command line tool', mode: 'hybrid', rerank: false }],
+    ['search_docs', { query: 'configuration', mode: 'semantic', limit: 4 }],
+    ['search_documents', { query: 'how big can the cache be', limit: 2, max_chunks: 2 }],
+    ['search_documents', { query: 'cache', search_mode: 'fulltext', page: 2, limit: 1 }],
+  ];
+  // What varies between two runs of one request: the time it took.
+  const stable = (r) => {
+    assert.notEqual(r.isError, true, JSON.stringify(r));
+    const s = structuredClone(r.structuredContent);
+    delete s.timings;
+    delete s.search_time;
+    return s;
+  };
+  const expected = [];
+  for (const [name, args] of calls) expected.push(stable(await call(whole, name, args)));
+  // The split server starts with only core.bin: every call below needs pieces it has not
+  // read, and they are all in flight at once (twice over).
+  const got = await Promise.all([...calls, ...calls].map(([name, args]) => call(split, name, args)));
+  got.forEach((r, i) => assert.deepEqual(stable(r), expected[i % calls.length], JSON.stringify(calls[i % calls.length])));
+  assert.ok(expected[0].results.length > 0 && expected[6].results.length === 2, 'the requests find something');
 });
 
 test('search_docs: the contract in, the contract out', async () => {

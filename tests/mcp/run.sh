@@ -9,6 +9,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 target/release/index-builder build tests/fixtures/docs --out "$work/fixtures.bundle" --model "$MODEL_DIR" \
   --project docloupe/fixtures --quiet >/dev/null
+# The same collection as a split folder, which the server reads piece by piece.
+target/release/index-builder split "$work/fixtures.bundle" --out "$work/fixtures.split" >/dev/null
 # A second collection for another project (fulltext only is enough to tell them apart).
 target/release/index-builder build tests/fixtures/site --out "$work/other.bundle" --no-embeddings \
   --project docloupe/other --quiet >/dev/null

@@ -399,13 +399,13 @@ const MAX_JSONL_LINE: usize = 1 << 20;
 
 /// What `--bundle` names: a bundle file, read section by section, or a split folder, read
 /// piece by piece as queries need them.
-enum Source {
+pub(crate) enum Source {
     File(Box<BundleFile>),
     Split { dir: PathBuf, engine: Box<Engine> },
 }
 
 impl Source {
-    fn open(path: &std::path::Path) -> docloupe::Result<Source> {
+    pub(crate) fn open(path: &std::path::Path) -> docloupe::Result<Source> {
         if !path.is_dir() {
             return BundleFile::open(path).map(|f| Source::File(Box::new(f)));
         }
@@ -416,7 +416,7 @@ impl Source {
         })
     }
 
-    fn header(&self) -> &docloupe::bundle::Header {
+    pub(crate) fn header(&self) -> &docloupe::bundle::Header {
         match self {
             Source::File(f) => f.header(),
             Source::Split { engine, .. } => engine.header(),
@@ -425,7 +425,7 @@ impl Source {
 
     /// The engine, with the vectors (every piece, for a split folder) when `with_vectors`,
     /// and the split folder queries read their pieces from.
-    fn into_engine(
+    pub(crate) fn into_engine(
         self,
         embedder: Option<Embedder>,
         with_vectors: bool,
@@ -452,7 +452,7 @@ impl Source {
 
 /// One file of a split folder. The names come from the engine (`core.bin`, then the
 /// pieces its core lists), never from a document.
-fn read_piece(dir: &std::path::Path, name: &str) -> docloupe::Result<Vec<u8>> {
+pub(crate) fn read_piece(dir: &std::path::Path, name: &str) -> docloupe::Result<Vec<u8>> {
     let path = dir.join(name);
     std::fs::read(&path).map_err(|e| docloupe::Error::Unreadable {
         path: path.display().to_string(),

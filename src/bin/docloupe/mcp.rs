@@ -7,7 +7,8 @@
 //!   grouped per document.
 //!
 //! Scope: the server searches only the bundles it was started with (`--bundle`, repeatable;
-//! a request's `projectId` picks one). `--allow-project` lists the projects a client may
+//! a bundle file, decoded once, or a folder `index-builder split` wrote, whose pieces are read
+//! as queries first need them; a request's `projectId` picks one). `--allow-project` lists the projects a client may
 //! query; any other is `UNAUTHORIZED`. Every call is logged as one JSON line (stderr, or
 //! `--log FILE`) with its parameters and time. `--rate-limit` calls per minute per server
 //! process answer `RATE_LIMIT` beyond it. A bundle that cannot be loaded does not stop the
@@ -16,14 +17,15 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use docloupe::bundle::BundleFile;
 use docloupe::search::documents::{self, DocumentsError, DocumentsErrorCode, DocumentsRequest};
 use docloupe::search::request;
-use docloupe::{Embedder, Engine, ErrorCode, ErrorResponse, ModelFiles, SearchResponse};
+use docloupe::{
+    Embedder, Engine, ErrorCode, ErrorResponse, ModelFiles, SearchRequest, SearchResponse,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -33,12 +35,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 
-use crate::{render, second_stage, ModelArgs};
+use crate::{read_piece, render, second_stage, ModelArgs, Source};
 
 #[derive(clap::Args)]
 pub struct McpArgs {
-    /// A bundle to serve (repeat for several; a request's projectId picks one, the first
-    /// answers requests without one).
+    /// A bundle file or split folder to serve (repeat for several; a request's projectId
+    /// picks one, the first answers requests without one).
     #[arg(long, required = true)]
     bundle: Vec<PathBuf>,
     #[command(flatten)]
@@ -59,7 +61,54 @@ pub struct McpArgs {
 struct Collection {
     path: PathBuf,
     project: Option<String>,
-    engine: std::result::Result<Engine, ErrorResponse>,
+    engine: std::result::Result<Served, ErrorResponse>,
+}
+
+/// A collection's engine: a bundle file decoded whole, or a split folder whose pieces are
+/// read from disk as searches first need them (a large collection then costs the memory of
+/// what its queries have read, not of the whole bundle: at 110,651 documents the whole
+/// file's engine held 873 MiB).
+enum Served {
+    Whole(Engine),
+    Split {
+        dir: PathBuf,
+        engine: RwLock<Engine>,
+    },
+}
+
+impl Served {
+    fn header(&self) -> docloupe::bundle::Header {
+        match self {
+            Served::Whole(e) => e.header().clone(),
+            Served::Split { engine, .. } => read(engine).header().clone(),
+        }
+    }
+
+    /// `req` answered. A split folder's engine answers under a shared lock while it has
+    /// every piece the request reads; one that lacks some reads them under the exclusive
+    /// lock (another call may have added them meanwhile: the search is tried again first).
+    fn search(&self, req: &SearchRequest) -> docloupe::Result<SearchResponse> {
+        match self {
+            Served::Whole(e) => e.search_guarded(req),
+            Served::Split { dir, engine } => {
+                // Bound first: a guard in the `match` itself would be held through its arms.
+                let first = read(engine).search_guarded(req);
+                match first {
+                    Err(docloupe::Error::FilesNeeded(_)) => engine
+                        .write()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .search_fetching(req, |name| read_piece(dir, name)),
+                    done => done,
+                }
+            }
+        }
+    }
+}
+
+/// The engine behind `lock`, for a search. Engine calls catch their panics, so a poisoned
+/// lock still guards a whole engine.
+fn read(lock: &RwLock<Engine>) -> std::sync::RwLockReadGuard<'_, Engine> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 struct Inner {
@@ -100,9 +149,9 @@ impl Bucket {
 }
 
 fn load(path: &Path, flags: &ModelArgs) -> Collection {
-    let loaded = (|| -> std::result::Result<Engine, ErrorResponse> {
-        let file = BundleFile::open(path).map_err(|e| ErrorResponse::from(&e))?;
-        let header = file.header().clone();
+    let loaded = (|| -> std::result::Result<Served, ErrorResponse> {
+        let source = Source::open(path).map_err(|e| ErrorResponse::from(&e))?;
+        let header = source.header().clone();
         let model_files = if header.flags.hybrid {
             let dir = flags
                 .models
@@ -112,15 +161,16 @@ fn load(path: &Path, flags: &ModelArgs) -> Collection {
         } else {
             None
         };
-        let bundle = file.decode(true).map_err(|e| ErrorResponse::from(&e))?;
         let embedder = model_files
             .as_ref()
             .map(Embedder::new)
             .transpose()
             .map_err(|e| ErrorResponse::from(&e))?;
-        let mut engine = Engine::from_decoded(bundle, embedder)
-            .map_err(|e| ErrorResponse::from(&e))?
-            .with_options(flags.engine_options());
+        // A split folder's vector pieces are all read now (hybrid search scans them all).
+        let (engine, folder) = source
+            .into_engine(embedder, true)
+            .map_err(|e| ErrorResponse::from(&e))?;
+        let mut engine = engine.with_options(flags.engine_options());
         if header.flags.hybrid {
             engine = second_stage(engine, flags).map_err(|e| ErrorResponse {
                 error_code: ErrorCode::DocsRerankingUnavailable,
@@ -128,12 +178,15 @@ fn load(path: &Path, flags: &ModelArgs) -> Collection {
                 details: None,
             })?;
         }
-        Ok(engine)
+        Ok(match folder {
+            Some(dir) => Served::Split {
+                dir,
+                engine: RwLock::new(engine),
+            },
+            None => Served::Whole(engine),
+        })
     })();
-    let project = loaded
-        .as_ref()
-        .ok()
-        .and_then(|e| e.header().project_id.clone());
+    let project = loaded.as_ref().ok().and_then(|e| e.header().project_id);
     Collection {
         path: path.to_path_buf(),
         project,
@@ -350,7 +403,9 @@ impl DocsServer {
         let text = args.to_string();
         let project = args.get("projectId").and_then(Value::as_str);
         let answer = self.collection(project).and_then(|c| match &c.engine {
-            Ok(engine) => engine.search_json(&text).map_err(Refusal::Contract),
+            Ok(engine) => SearchRequest::from_json(&text)
+                .and_then(|req| engine.search(&req))
+                .map_err(|e| Refusal::Contract(ErrorResponse::from(&e))),
             Err(e) => Err(Refusal::Contract(e.clone())),
         });
         match answer {
@@ -411,7 +466,7 @@ impl DocsServer {
         let response: std::result::Result<SearchResponse, ErrorResponse> = match &collection.engine
         {
             Ok(engine) => engine
-                .search_guarded(&req.to_search_request())
+                .search(&req.to_search_request())
                 .map_err(|e| ErrorResponse::from(&e)),
             Err(e) => Err(e.clone()),
         };
