@@ -7,13 +7,14 @@
 //!   grouped per document.
 //!
 //! Scope: the server searches only the bundles it was started with (`--bundle`, repeatable;
-//! a bundle file, decoded once, or a folder `index-builder split` wrote, whose pieces are read
-//! as queries first need them; a request's `projectId` picks one). `--allow-project` lists the projects a client may
-//! query; any other is `UNAUTHORIZED`. Every call is logged as one JSON line (stderr, or
-//! `--log FILE`) with its parameters and time. `--rate-limit` calls per minute per server
-//! process answer `RATE_LIMIT` beyond it. A bundle that cannot be loaded does not stop the
-//! server: its searches answer `INDEX_UNAVAILABLE` (`DOCS_COLLECTION_UNAVAILABLE` in the
-//! contract) with the reason, so an agent is told what is wrong.
+//! a bundle file, decoded once, or a folder `index-builder split` wrote, whose pieces are
+//! read as queries first need them and kept; a request's `projectId` picks one).
+//! `--allow-project` lists the projects a client may query; any other is `UNAUTHORIZED`.
+//! Every call is logged as one JSON line (stderr, or `--log FILE`) with its parameters and
+//! time. `--rate-limit` calls per minute per server process answer `RATE_LIMIT` beyond it. A
+//! bundle that cannot be loaded does not stop the server: its searches answer
+//! `INDEX_UNAVAILABLE` (`DOCS_COLLECTION_UNAVAILABLE` in the contract) with the reason, so an
+//! agent is told what is wrong.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
