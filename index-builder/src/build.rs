@@ -728,42 +728,72 @@ pub const OUTPUT_MARKER: &str = ".docloupe-output";
 
 /// Writes `files` (relative paths, `/`-separated) into a fresh directory beside `dir`, syncs
 /// them, then swaps it in for `dir`: readers see the old set of files or the new one, never a
-/// mix (a split bundle's shards must all come from one bundle). The fresh directory has a
-/// random name and is ours alone; an existing `dir` is replaced only when it is empty or an
-/// earlier output of `what` (`split`, `site`: its [`OUTPUT_MARKER`] says so), never a folder
-/// of someone's files.
+/// mix (a split bundle's shards must all come from one bundle). See [`DirWriter`].
 pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)], what: &str) -> Result<()> {
-    let parent = parent_dir(dir);
-    std::fs::create_dir_all(&parent)
-        .with_context(|| format!("cannot create {}", parent.display()))?;
-    let meta = std::fs::symlink_metadata(dir).ok();
-    if let Some(meta) = &meta {
-        let ours = meta.is_dir()
-            && (std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
-                || std::fs::read_to_string(dir.join(OUTPUT_MARKER))
-                    .is_ok_and(|m| m.trim() == format!("index-builder {what}")));
-        if !ours {
-            bail!(
-                "refusing to replace {}: it is not empty and not an earlier `index-builder {what}` output (remove it, or choose another --out)",
-                dir.display()
-            );
-        }
+    let mut out = DirWriter::new(dir, what)?;
+    for (file, bytes) in files {
+        out.write(file, bytes)?;
     }
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| what.into());
-    let result = (|| -> std::io::Result<()> {
+    out.finish()
+}
+
+/// A directory written file by file and swapped in for `dir` as a whole by
+/// [`DirWriter::finish`] (dropped unfinished, the fresh directory is removed and `dir` is
+/// untouched). The fresh directory has a random name beside `dir` and is ours alone; an
+/// existing `dir` is replaced only when it is empty or an earlier output of `what` (`split`,
+/// `site`: its [`OUTPUT_MARKER`] says so), never a folder of someone's files. Files are
+/// written as they come, so a writer never holds them all (a split of 100,000 documents is
+/// 650 MB of files).
+pub struct DirWriter {
+    dir: PathBuf,
+    parent: PathBuf,
+    name: String,
+    what: String,
+    replaces: bool,
+    tmp: tempfile::TempDir,
+}
+
+impl DirWriter {
+    pub fn new(dir: &Path, what: &str) -> Result<DirWriter> {
+        let parent = parent_dir(dir);
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+        let meta = std::fs::symlink_metadata(dir).ok();
+        if let Some(meta) = &meta {
+            let ours = meta.is_dir()
+                && (std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
+                    || std::fs::read_to_string(dir.join(OUTPUT_MARKER))
+                        .is_ok_and(|m| m.trim() == format!("index-builder {what}")));
+            if !ours {
+                bail!(
+                    "refusing to replace {}: it is not empty and not an earlier `index-builder {what}` output (remove it, or choose another --out)",
+                    dir.display()
+                );
+            }
+        }
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| what.into());
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".tmp")
-            .tempdir_in(&parent)?;
-        let marker = (
-            OUTPUT_MARKER.to_owned(),
-            format!("index-builder {what}\n").into_bytes(),
-        );
-        for (file, bytes) in files.iter().chain(std::iter::once(&marker)) {
-            let target = tmp.path().join(file);
+            .tempdir_in(&parent)
+            .with_context(|| format!("cannot write {}", dir.display()))?;
+        Ok(DirWriter {
+            dir: dir.to_owned(),
+            parent,
+            name,
+            what: what.to_owned(),
+            replaces: meta.is_some(),
+            tmp,
+        })
+    }
+
+    /// Writes and syncs one file (a relative, `/`-separated path) into the fresh directory.
+    pub fn write(&mut self, file: &str, bytes: &[u8]) -> Result<()> {
+        let target = self.tmp.path().join(file);
+        (|| -> std::io::Result<()> {
             if let Some(sub) = target.parent() {
                 std::fs::create_dir_all(sub)?;
             }
@@ -773,30 +803,45 @@ pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)], what: &str)
                 .open(&target)?;
             f.write_all(bytes)?;
             readable(&f, 0o644)?;
-            f.sync_all()?;
-        }
-        readable(&std::fs::File::open(tmp.path())?, 0o755)?;
-        let old = meta
-            .is_some()
-            .then(|| parent.join(format!(".{name}.{:016x}.old", rand_suffix())));
-        if let Some(old) = &old {
-            std::fs::rename(dir, old)?;
-        }
-        let tmp = tmp.keep();
-        if let Err(e) = std::fs::rename(&tmp, dir) {
+            f.sync_all()
+        })()
+        .with_context(|| format!("cannot write {}", self.dir.display()))
+    }
+
+    /// Adds the [`OUTPUT_MARKER`] and swaps the fresh directory in for `dir`.
+    pub fn finish(mut self) -> Result<()> {
+        let marker = format!("index-builder {}\n", self.what);
+        self.write(OUTPUT_MARKER, marker.as_bytes())?;
+        let DirWriter {
+            dir,
+            parent,
+            name,
+            replaces,
+            tmp,
+            ..
+        } = self;
+        let result = (|| -> std::io::Result<()> {
+            readable(&std::fs::File::open(tmp.path())?, 0o755)?;
+            let old = replaces.then(|| parent.join(format!(".{name}.{:016x}.old", rand_suffix())));
             if let Some(old) = &old {
-                let _ = std::fs::rename(old, dir);
+                std::fs::rename(&dir, old)?;
             }
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
-        sync_dir(&parent)?;
-        if let Some(old) = &old {
-            std::fs::remove_dir_all(old)?;
-        }
-        Ok(())
-    })();
-    result.with_context(|| format!("cannot write {}", dir.display()))
+            let tmp = tmp.keep();
+            if let Err(e) = std::fs::rename(&tmp, &dir) {
+                if let Some(old) = &old {
+                    let _ = std::fs::rename(old, &dir);
+                }
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+            sync_dir(&parent)?;
+            if let Some(old) = &old {
+                std::fs::remove_dir_all(old)?;
+            }
+            Ok(())
+        })();
+        result.with_context(|| format!("cannot write {}", dir.display()))
+    }
 }
 
 /// A random 64-bit number for a temporary name (from the standard library's randomly keyed
@@ -880,5 +925,42 @@ mod tests {
             std::fs::metadata(&site).unwrap().permissions().mode() & 0o777,
             0o755
         );
+    }
+
+    /// A directory written file by file: until `finish`, the old output is what readers
+    /// see, and a writer dropped unfinished (a failed split) leaves it and nothing else.
+    #[test]
+    fn a_dir_writer_swaps_in_whole_or_not_at_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("docs");
+        write_dir_atomically(&out, &[("old.bin".into(), b"old".to_vec())], "split").unwrap();
+        let listing = || {
+            let mut names: Vec<String> = std::fs::read_dir(tmp.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+
+        let mut w = DirWriter::new(&out, "split").unwrap();
+        w.write("a.bin", b"a").unwrap();
+        w.write("sub/b.bin", b"b").unwrap();
+        assert_eq!(std::fs::read(out.join("old.bin")).unwrap(), b"old");
+        drop(w);
+        assert_eq!(listing(), ["docs"], "the unfinished directory is gone");
+        assert!(out.join("old.bin").is_file() && !out.join("a.bin").exists());
+
+        let mut w = DirWriter::new(&out, "split").unwrap();
+        w.write("a.bin", b"a").unwrap();
+        w.write("sub/b.bin", b"b").unwrap();
+        w.finish().unwrap();
+        assert_eq!(listing(), ["docs"], "the old directory is removed");
+        assert!(!out.join("old.bin").exists());
+        assert_eq!(std::fs::read(out.join("sub/b.bin")).unwrap(), b"b");
+        assert!(out.join(OUTPUT_MARKER).is_file());
+
+        // Another command's output is never replaced.
+        assert!(DirWriter::new(&out, "site").is_err());
     }
 }

@@ -483,13 +483,31 @@ fn split(
 ) -> Result<()> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let bundle = docloupe::bundle::decode(&bytes)?;
-    let files = docloupe::bundle::split::split_with(&bundle, &bytes, sizes)?;
-    build::write_dir_atomically(out, &files, "split")?;
+    // Each file is written as it is made; only its name and size are kept for the report.
+    let mut out_dir = build::DirWriter::new(out, "split")?;
+    let mut files: Vec<(String, usize)> = Vec::new();
+    let mut failed = None;
+    let cut = docloupe::bundle::split::split_into(&bundle, &bytes, sizes, |name, file| {
+        if let Err(e) = out_dir.write(&name, &file) {
+            // Stops the split; the write's own error is what is reported.
+            failed = Some(e);
+            return Err(docloupe::Error::Internal(
+                "writing the split stopped".into(),
+            ));
+        }
+        files.push((name, file.len()));
+        Ok(())
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    cut?;
+    out_dir.finish()?;
     let size = |prefix: &str| -> Vec<usize> {
         files
             .iter()
             .filter(|(n, _)| n.starts_with(prefix))
-            .map(|(_, b)| b.len())
+            .map(|&(_, len)| len)
             .collect()
     };
     let summary = |sizes: Vec<usize>| {

@@ -348,9 +348,26 @@ pub fn split_with(
     bytes: &[u8],
     sizes: ShardSizes,
 ) -> Result<Vec<(String, Vec<u8>)>> {
-    let bundle_id: [u8; 32] = Sha256::digest(bytes).into();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut add = |shard: ShardId, file: Vec<u8>| files.push((shard.file_name(), file));
+    split_into(bundle, bytes, sizes, |name, file| {
+        files.push((name, file));
+        Ok(())
+    })?;
+    // `core.bin` comes last from `split_into`; first here.
+    files.rotate_right(1);
+    Ok(files)
+}
+
+/// [`split_with`], handing each file to `sink` as soon as it is made (`core.bin` last, as it
+/// lists the rest), so a writer need not hold them all: at 100,000 documents they are 650 MB.
+pub fn split_into(
+    bundle: &Bundle,
+    bytes: &[u8],
+    sizes: ShardSizes,
+    mut sink: impl FnMut(String, Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    let bundle_id: [u8; 32] = Sha256::digest(bytes).into();
+    let mut add = |shard: ShardId, file: Vec<u8>| sink(shard.file_name(), file);
 
     // Lexical shards: term ranges of about LEXICAL_SHARD_BYTES.
     let lengths = &bundle.lexical.chunk_lengths;
@@ -372,8 +389,7 @@ pub fn split_with(
                 postings: Vec::new(),
             },
         );
-        add(shard, shard_file(bundle_id, shard, body)?);
-        Ok(())
+        add(shard, shard_file(bundle_id, shard, body)?)
     };
     for (term, p) in bundle.lexical.terms.iter().zip(&bundle.lexical.postings) {
         let postings = ShardPostings {
@@ -418,7 +434,7 @@ pub fn split_with(
                 chunks: std::mem::take(&mut packed),
                 texts: bundle.text.range(first..end)?,
             };
-            add(shard, shard_file(bundle_id, shard, body)?);
+            add(shard, shard_file(bundle_id, shard, body)?)?;
             start = d + 1;
             size = 0;
         }
@@ -427,7 +443,7 @@ pub fn split_with(
     add(
         ShardId::Documents,
         shard_file(bundle_id, ShardId::Documents, &docs.documents)?,
-    );
+    )?;
     // Vocabulary shards: each term under every correction key it has, so a misspelt word
     // finds each of its corrections in one of its own keys' shards.
     let terms = &bundle.lexical.terms;
@@ -453,7 +469,7 @@ pub fn split_with(
     }
     for (i, body) in vocabulary.into_iter().enumerate() {
         let shard = ShardId::Vocabulary(i as u32);
-        add(shard, shard_file(bundle_id, shard, body)?);
+        add(shard, shard_file(bundle_id, shard, body)?)?;
     }
 
     let FacetTable {
@@ -469,7 +485,7 @@ pub fn split_with(
         let section = super::format::section_bytes(bytes, body_start, entry)?;
         for piece in section.chunks(sizes.vectors.max(1)) {
             let shard = ShardId::Vectors(vector_pieces);
-            add(shard, shard_file(bundle_id, shard, piece)?);
+            add(shard, shard_file(bundle_id, shard, piece)?)?;
             vector_pieces += 1;
         }
         if vector_pieces > MAX_VECTOR_PIECES {
@@ -500,8 +516,7 @@ pub fn split_with(
     core_file.extend_from_slice(&SPLIT_VERSION.to_le_bytes());
     core_file.extend_from_slice(&Sha256::digest(&payload));
     core_file.extend_from_slice(&payload);
-    files.insert(0, (CORE_FILE.into(), core_file));
-    Ok(files)
+    sink(CORE_FILE.into(), core_file)
 }
 
 /// The header's entry for the vectors section, if the bundle has one.
