@@ -746,8 +746,6 @@ pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)], what: &str)
 /// 650 MB of files).
 pub struct DirWriter {
     dir: PathBuf,
-    parent: PathBuf,
-    name: String,
     what: String,
     replaces: bool,
     tmp: tempfile::TempDir,
@@ -771,19 +769,13 @@ impl DirWriter {
                 );
             }
         }
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| what.into());
         let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
+            .prefix(&format!(".{}.", dir_name(dir, what)))
             .suffix(".tmp")
             .tempdir_in(&parent)
             .with_context(|| format!("cannot write {}", dir.display()))?;
         Ok(DirWriter {
             dir: dir.to_owned(),
-            parent,
-            name,
             what: what.to_owned(),
             replaces: meta.is_some(),
             tmp,
@@ -814,12 +806,11 @@ impl DirWriter {
         self.write(OUTPUT_MARKER, marker.as_bytes())?;
         let DirWriter {
             dir,
-            parent,
-            name,
+            what,
             replaces,
             tmp,
-            ..
         } = self;
+        let (parent, name) = (parent_dir(&dir), dir_name(&dir, &what));
         let result = (|| -> std::io::Result<()> {
             readable(&std::fs::File::open(tmp.path())?, 0o755)?;
             let old = replaces.then(|| parent.join(format!(".{name}.{:016x}.old", rand_suffix())));
@@ -842,6 +833,13 @@ impl DirWriter {
         })();
         result.with_context(|| format!("cannot write {}", dir.display()))
     }
+}
+
+/// `dir`'s own name, for the names of its fresh and old copies beside it.
+fn dir_name(dir: &Path, what: &str) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| what.into())
 }
 
 /// A random 64-bit number for a temporary name (from the standard library's randomly keyed
