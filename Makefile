@@ -90,7 +90,7 @@ demo: demo-bundle wasm-site
 	  $(RELEASE_BIN)/docloupe search --bundle $(DEMO_BUNDLE) --limit 3 "$$q"; \
 	done
 	@node www/precache.mjs --out $(DEMO_DIR)/site/docloupe-sw.js --exclude /www/pkg/portable/ --exclude /models/model.fp32.onnx \
-	  --lazy /www/docloupe.js --lazy /www/host.js --lazy /www/worker.js --lazy /www/pkg/ --lazy /data/ --lazy /models/ --lazy /reranker/ $(DEMO_MOUNTS) >/dev/null
+	  --lazy /www/docloupe.js --lazy /www/host.js --lazy /www/inflate.js --lazy /www/worker.js --lazy /www/pkg/ --lazy /data/ --lazy /models/ --lazy /reranker/ $(DEMO_MOUNTS) >/dev/null
 	@echo; echo "== the docs site with the same engine in the browser: http://127.0.0.1:8080/ (Ctrl+K or / to search)"
 	@node www/serve.mjs --port 8080 --csp --brotli-cache $(CACHE)/brotli $(DEMO_MOUNTS)
 
@@ -123,6 +123,7 @@ lint: setup-wasm
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --lib --test wasm_engine --target wasm32-unknown-unknown --no-default-features -- -D warnings
 	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features models -- -D warnings
+	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features docloupe/host-inflate -p docloupe -p docloupe-inflate -- -D warnings
 
 unit: build
 	$(CARGO) test --release --workspace

@@ -66,6 +66,11 @@ fn error_js(e: Error) -> JsValue {
     to_js(&ErrorResponse::from(e))
 }
 
+/// Why the lexical build could not open a whole bundle when its host installed no inflater.
+#[cfg(feature = "host-inflate")]
+const NO_HOST_INFLATER: &str = "the lexical wasm build inflates whole bundles through \
+    globalThis.docloupeInflate, which www/inflate.js installs from pkg/inflate/inflate.wasm";
+
 #[wasm_bindgen(js_name = Engine)]
 pub struct WasmEngine {
     inner: Engine,
@@ -77,9 +82,19 @@ impl WasmEngine {
     /// corrupt, truncated or foreign bundle.
     #[wasm_bindgen(constructor)]
     pub fn new(bundle: &[u8]) -> Result<WasmEngine, JsValue> {
-        Engine::lexical(bundle)
-            .map(|inner| WasmEngine { inner })
-            .map_err(error_js)
+        #[cfg(feature = "host-inflate")]
+        crate::bundle::deflated::take_host_inflater_missing();
+        let engine = Engine::lexical(bundle);
+        // The lexical package inflates through its host: without one, a whole bundle is not
+        // corrupt, the host is incomplete.
+        #[cfg(feature = "host-inflate")]
+        let engine = engine.map_err(
+            |e| match crate::bundle::deflated::take_host_inflater_missing() {
+                true => Error::Internal(NO_HOST_INFLATER.into()),
+                false => e,
+            },
+        );
+        engine.map(|inner| WasmEngine { inner }).map_err(error_js)
     }
 
     /// Opens a split bundle from its `core.bin`. A search then answers the error object with

@@ -43,8 +43,12 @@ export interface OpenOptions {
    * past it the fused order comes back with `degradedReason: "rerank_budget_exceeded"`.
    */
   rerankBudgetMs?: number;
-  /** Where the wasm builds are; defaults to pkg/{lexical,full,portable}/docloupe_bg.wasm beside this module. */
-  wasm?: { lexical?: Source; full?: Source; portable?: Source };
+  /**
+   * Where the wasm builds are; defaults to pkg/{lexical,full,portable}/docloupe_bg.wasm beside
+   * this module, and pkg/inflate/inflate.wasm (the lexical build's inflater, loaded for a whole
+   * bundle only).
+   */
+  wasm?: { lexical?: Source; full?: Source; portable?: Source; inflate?: Source };
   onStatus?: (status: EngineStatus) => void;
 }
 

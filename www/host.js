@@ -17,6 +17,9 @@
 // The full instance opens the same core and loads the vector files (`vec-N.bin`, the vectors
 // section in pieces) with the models; its searches then fetch shards the same way.
 //
+// Whole bundles: their sections are deflated, and the lexical build inflates them through the
+// small pkg/inflate module (inflate.js), which split bundles never need.
+//
 // Kernels: the full build runs tract's simd128 kernels ("fast", default); `kernels: "portable"`
 // loads pkg/portable instead, built without simd128, whose answers equal the native engine's
 // on `--kernels portable` byte for byte (2–4× slower inference).
@@ -232,7 +235,11 @@ export class Host {
       return this.status();
     }
     const source = this.#split ? new URL('core.bin', this.#split) : bundle;
-    const [bytes, glue] = await Promise.all([loadBytes(source, 'bundle', this.#fetch), this.#lexical.instantiate()]);
+    const [bytes, glue] = await Promise.all([
+      loadBytes(source, 'bundle', this.#fetch),
+      this.#lexical.instantiate(),
+      this.#split ? null : import('./inflate.js').then((m) => m.installInflater(wasm?.inflate, this.#fetch)),
+    ]);
     if (this.#split) this.#core = bytes;
     else this.#bundle = bytes;
     this.#current = new Instance(this.#lexical, glue, this.#openLexical(glue));

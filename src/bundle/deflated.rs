@@ -1,6 +1,7 @@
 //! Raw DEFLATE as bundles use it (format 7's text blocks; format 8's `docs` and `lexical`
-//! sections and vector blocks): `miniz_oxide`, pure Rust, the same bytes on every target, and
-//! a small inflater for the wasm builds.
+//! sections and vector blocks): deflated by `miniz_oxide`, pure Rust, the same bytes on every
+//! target; inflated by `docloupe_inflate` (the same crate's inflater), which the lexical wasm
+//! build reaches through its host.
 //!
 //! Whatever is deflated records the length it inflates to, at most [`MAX_RATIO`] times its
 //! own: the writer stores (DEFLATE level 0) anything that would compress better than that, so
@@ -33,18 +34,59 @@ pub(crate) fn within_ratio(len: u64, deflated: &[u8]) -> bool {
 /// exactly that many bytes, all of it read, or `len` passes the ratio. (No message: turning an
 /// error into text costs the lexical wasm build kilobytes; callers say what failed.)
 pub(crate) fn inflate(deflated: &[u8], len: usize) -> Option<Vec<u8>> {
-    use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
-    use miniz_oxide::inflate::TINFLStatus;
     if !within_ratio(len as u64, deflated) {
         return None;
     }
-    // Into a buffer of exactly `len`: a stream that wants more is `HasMoreOutput`, one that
-    // ends short leaves `written` below it.
+    // Into a buffer of exactly `len`: a stream that wants more, or ends short, is refused.
     let mut raw = vec![0u8; len];
-    let mut state = Box::<DecompressorOxide>::default();
-    let flags = inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
-    let (status, read, written) = decompress(&mut state, deflated, &mut raw, 0, flags);
-    (status == TINFLStatus::Done && read == deflated.len() && written == len).then_some(raw)
+    inflate_into(deflated, &mut raw).then_some(raw)
+}
+
+/// `docloupe_inflate`, linked in.
+#[cfg(not(feature = "host-inflate"))]
+fn inflate_into(deflated: &[u8], raw: &mut [u8]) -> bool {
+    docloupe_inflate::inflate_exact(deflated, raw)
+}
+
+/// The lexical wasm build (`host-inflate`) asks its host: the same `docloupe_inflate` code,
+/// built as its own small module (`www/pkg/inflate/inflate.wasm`) that `www/host.js` loads
+/// for whole bundles only, which keeps 5 KB brotli out of every first paint over a split one.
+#[cfg(feature = "host-inflate")]
+fn inflate_into(deflated: &[u8], raw: &mut [u8]) -> bool {
+    match host::inflate(deflated, raw) {
+        Ok(ok) => ok,
+        Err(_) => {
+            HOST_INFLATER_MISSING.set(true);
+            false
+        }
+    }
+}
+
+#[cfg(feature = "host-inflate")]
+thread_local! {
+    /// Set when an inflation found no host inflater (see [`take_host_inflater_missing`]).
+    static HOST_INFLATER_MISSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether an inflation since the last call found no host inflater installed (and clears it):
+/// what a whole bundle that fails to load in the lexical wasm build should be told instead of
+/// "corrupt".
+#[cfg(feature = "host-inflate")]
+pub(crate) fn take_host_inflater_missing() -> bool {
+    HOST_INFLATER_MISSING.replace(false)
+}
+
+#[cfg(feature = "host-inflate")]
+mod host {
+    use wasm_bindgen::prelude::*;
+
+    #[wasm_bindgen]
+    extern "C" {
+        /// `globalThis.docloupeInflate(deflated, out)`: fills `out` and says whether the
+        /// stream inflated to exactly it (throws when the host installed none).
+        #[wasm_bindgen(catch, js_namespace = globalThis, js_name = docloupeInflate)]
+        pub fn inflate(deflated: &[u8], out: &mut [u8]) -> Result<bool, JsValue>;
+    }
 }
 
 /// Bytes that postcard reads and writes in one piece (a length, then the bytes: the layout of

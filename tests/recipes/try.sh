@@ -23,6 +23,7 @@ need target/release/index-builder "run \`make build\`"
 for kind in lexical full; do
   for f in docloupe.js docloupe_bg.wasm; do need "www/pkg/$kind/$f" "run \`make wasm\`"; done
 done
+need www/pkg/inflate/inflate.wasm "run \`make wasm\`"
 for f in model.int8.onnx tokenizer.json; do need "$CACHE/models/all-MiniLM-L6-v2/$f" "run \`make models\`"; done
 for f in manifest.json model.int8.onnx tokenizer.json; do need "prebuild/reranker/model/$f" "it is committed: is the checkout complete?"; done
 need www/node_modules/playwright-core "run \`make setup-wasm\` (npm ci in www/)"

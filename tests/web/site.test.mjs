@@ -47,7 +47,7 @@ before(async () => {
   const mounts = Object.entries(MOUNTS).map(([prefix, m]) => [prefix, typeof m === 'string' ? m : m.dir]);
   await writeServiceWorker(path.join(SITE, 'docloupe-sw.js'), mounts, {
     exclude: ['/www/pkg/portable/', '/models/model.fp32.onnx'],
-    lazy: ['/www/docloupe.js', '/www/host.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'],
+    lazy: ['/www/docloupe.js', '/www/host.js', '/www/inflate.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'],
   });
   server = await serve();
   bare = await startServer(HOSTILE_MOUNTS);
@@ -114,7 +114,7 @@ async function search(page, query, open = 'Control+k') {
 /** What the server sent under these URL prefixes since `since` requests. */
 const fetched = (since, prefixes) =>
   server.stats().list.slice(since).filter((r) => prefixes.some((p) => r.url.startsWith(p))).map((r) => r.url);
-const ENGINE = ['/www/docloupe.js', '/www/host.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'];
+const ENGINE = ['/www/docloupe.js', '/www/host.js', '/www/inflate.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'];
 
 test('a page view loads no engine, bundle or models until the reader reaches for the search', async () => {
   const since = server.stats().requests;
@@ -446,7 +446,7 @@ test('service worker (regressions): keeps no no-store or private answer, never c
     const dirs = Object.entries(mounts).map(([prefix, m]) => [prefix, typeof m === 'string' ? m : m.dir]);
     await writeServiceWorker(path.join(site, 'docloupe-sw.js'), dirs, {
       exclude: ['/www/pkg/portable/', '/models/model.fp32.onnx'],
-      lazy: ['/www/docloupe.js', '/www/host.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'],
+      lazy: ['/www/docloupe.js', '/www/host.js', '/www/inflate.js', '/www/worker.js', '/www/pkg/', '/data/', '/models/', '/reranker/'],
     });
     const own = await startServer({
       ...mounts,

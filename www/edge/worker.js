@@ -22,6 +22,7 @@
 // request in canonical form. One JSON log line per query.
 import * as lexicalGlue from '../pkg/lexical/docloupe.js';
 import lexicalWasm from '../pkg/lexical/docloupe_bg.wasm';
+import inflateWasm from '../pkg/inflate/inflate.wasm';
 import { Host, contractError } from '../host.js';
 import { canonicalRequest, statusFor, clientKey, RateLimiter, corsHeaders, jsonDepth, MAX_JSON_DEPTH } from './http.js';
 
@@ -115,7 +116,7 @@ function currentEngine(env) {
   state.ready = state.host
     .open({
       bundle: new URL(cfg.bundlePath, BUNDLE_ORIGIN).href,
-      wasm: { lexical: lexicalWasm },
+      wasm: { lexical: lexicalWasm, inflate: inflateWasm },
       glue: { lexical: lexicalGlue },
       lexicalFallback: 'models_unavailable',
     })

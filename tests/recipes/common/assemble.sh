@@ -15,11 +15,12 @@ rer=$ROOT/prebuild/reranker/model
 link() { cp -l "$1" "$2" 2>/dev/null || cp "$1" "$2"; }
 
 mkdir -p "$out/pkg" "$out/models" "$out/reranker"
-for f in docloupe.js host.js worker.js docloupe-search.js docloupe-search.css; do cp "$ROOT/www/$f" "$out/$f"; done
+for f in docloupe.js host.js inflate.js worker.js docloupe-search.js docloupe-search.css; do cp "$ROOT/www/$f" "$out/$f"; done
 for kind in lexical full; do
   rm -rf "$out/pkg/$kind"; mkdir -p "$out/pkg/$kind"
   for f in docloupe.js docloupe_bg.wasm; do link "$ROOT/www/pkg/$kind/$f" "$out/pkg/$kind/$f"; done
 done
+mkdir -p "$out/pkg/inflate" && link "$ROOT/www/pkg/inflate/inflate.wasm" "$out/pkg/inflate/inflate.wasm"
 for f in model.int8.onnx tokenizer.json; do link "$emb/$f" "$out/models/$f"; done
 for f in manifest.json model.int8.onnx tokenizer.json; do link "$rer/$f" "$out/reranker/$f"; done
 
