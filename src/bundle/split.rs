@@ -888,6 +888,12 @@ impl SplitBundle {
         (self.first_chunk[..self.n_docs()].partition_point(|&f| f <= chunk) - 1) as u32
     }
 
+    /// Each document's first chunk, then the chunk count: document `d` holds chunks
+    /// `firsts[d]..firsts[d + 1]`.
+    pub fn doc_firsts(&self) -> &[u32] {
+        &self.first_chunk
+    }
+
     /// Document type and `YYYY-MM` of document `d`.
     pub fn facet_keys(&self, d: u32) -> (&str, Option<&str>) {
         let (t, m) = self.core.doc_facets[d as usize];

@@ -234,13 +234,14 @@ where
         return Scores::default();
     }
     let lists: Vec<_> = lists.collect();
-    let (mut scores, mut matched, spare_best) = SPARE.with(|s| {
+    let (mut scores, mut matched, spare_best, norms) = SPARE.with(|s| {
         let mut s = s.borrow_mut();
         let spare = &mut *s;
         (
             zeroed(&mut spare.scores, n),
             zeroed(&mut spare.matched, n.div_ceil(64)),
             std::mem::take(&mut spare.best),
+            Norms::take(&mut spare.norms, cfg, avg_len),
         )
     });
     // A word searched through several terms (stand-ins) keeps its best term per chunk here,
@@ -270,6 +271,7 @@ where
         // Slices, not the `Vec`s: indexing a `Vec` goes through `Index`, which the
         // size-optimized wasm build calls rather than inlines.
         let (scores, best, matched) = (&mut scores[..], &mut best[..], &mut matched[..]);
+        let norms = &norms;
         for ((df, weight, group, postings), alone) in lists.into_iter().zip(alone) {
             if word != Some(group) {
                 flush(scores, best, &mut in_word);
@@ -283,14 +285,14 @@ where
                         matched[c / 64] |= 1 << (c % 64);
                     }
                     // max(0, s), written out: `f32::max` is a libm call in wasm.
-                    let s = term_score(cfg, avg_len, idf, tf, len);
+                    let s = term_score(cfg, norms, idf, tf, len);
                     scores[c] += if s > 0.0 { s } else { 0.0 };
                 }
                 continue;
             }
             for (chunk, tf, len) in postings {
                 let c = chunk as usize;
-                let s = term_score(cfg, avg_len, idf, tf, len);
+                let s = term_score(cfg, norms, idf, tf, len);
                 if best[c] == 0.0 {
                     in_word.push(chunk);
                     if scores[c] == 0.0 {
@@ -305,17 +307,71 @@ where
         flush(scores, best, &mut in_word);
     }
     // Every entry of `best` is back to 0.
-    let _ = SPARE.try_with(|s| s.borrow_mut().best = best);
+    let _ = SPARE.try_with(|s| {
+        let mut s = s.borrow_mut();
+        s.best = best;
+        s.norms = norms;
+    });
     Scores { scores, matched }
 }
 
 /// One posting's BM25 (inlined always: it runs per posting, and the lexical wasm build,
 /// optimized for size, would otherwise call it).
 #[inline(always)]
-fn term_score(cfg: &AnalyzerConfig, avg_len: f32, idf: f32, tf: u32, len: u32) -> f32 {
+fn term_score(cfg: &AnalyzerConfig, norms: &Norms, idf: f32, tf: u32, len: u32) -> f32 {
     let tf = tf as f32;
-    let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg_len;
-    idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm)
+    idf * tf * (cfg.k1 + 1.0) / (tf + norms.get(len))
+}
+
+/// `k1 · (1 − b + b · len / avg_len)`, BM25's length normalization, worked out once per length
+/// below [`Norms::LENGTHS`] (nearly every chunk: a chunk fits the model's 256 tokens, and its
+/// title counts three times) and kept per thread while the average and the parameters stay
+/// the same. The table holds what the expression gives, so a score is the same float either
+/// way; it spares a division a posting, a query over 1.35M chunks reading a million.
+#[derive(Default)]
+struct Norms {
+    /// (k1, b, avg_len) as bits: what the table was made for.
+    key: (u32, u32, u32),
+    k1: f32,
+    b: f32,
+    avg_len: f32,
+    table: Vec<f32>,
+}
+
+impl Norms {
+    const LENGTHS: usize = 2048;
+
+    fn of(k1: f32, b: f32, avg_len: f32, len: u32) -> f32 {
+        k1 * (1.0 - b + b * len as f32 / avg_len)
+    }
+
+    /// The spare table if it was made for these parameters, else a new one.
+    fn take(spare: &mut Norms, cfg: &AnalyzerConfig, avg_len: f32) -> Norms {
+        let key = (cfg.k1.to_bits(), cfg.b.to_bits(), avg_len.to_bits());
+        let spare = std::mem::take(spare);
+        if spare.key == key && spare.table.len() == Self::LENGTHS {
+            return spare;
+        }
+        let (k1, b) = (cfg.k1, cfg.b);
+        let table = (0..Self::LENGTHS as u32)
+            .map(|len| Self::of(k1, b, avg_len, len))
+            .collect();
+        Norms {
+            key,
+            k1,
+            b,
+            avg_len,
+            table,
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, len: u32) -> f32 {
+        match self.table.get(len as usize) {
+            Some(&n) => n,
+            None => Self::of(self.k1, self.b, self.avg_len, len),
+        }
+    }
 }
 
 /// One set of score tables per thread, kept between queries. A query over 1.35M chunks needs
@@ -328,6 +384,7 @@ struct Spare {
     scores: Vec<f32>,
     matched: Vec<u64>,
     best: Vec<f32>,
+    norms: Norms,
 }
 
 thread_local! {
@@ -424,15 +481,23 @@ impl Scores {
 }
 
 impl Drop for Scores {
-    /// Hands the tables back for the next query, cleared where this one set them (the 64
-    /// scores of each word of bits with a match: one small fill, however dense the matches).
+    /// Hands the tables back for the next query, cleared where this one set them: the 64
+    /// scores of each word of bits with a match, a run of such words in one fill.
     fn drop(&mut self) {
-        for (w, bits) in self.matched.iter_mut().enumerate() {
-            if *bits != 0 {
-                *bits = 0;
-                let end = (w * 64 + 64).min(self.scores.len());
-                self.scores[w * 64..end].fill(0.0);
+        let (matched, scores) = (&mut self.matched[..], &mut self.scores[..]);
+        let mut w = 0;
+        while w < matched.len() {
+            if matched[w] == 0 {
+                w += 1;
+                continue;
             }
+            let start = w;
+            while w < matched.len() && matched[w] != 0 {
+                w += 1;
+            }
+            matched[start..w].fill(0);
+            let end = (w * 64).min(scores.len());
+            scores[start * 64..end].fill(0.0);
         }
         let (scores, matched) = (
             std::mem::take(&mut self.scores),
@@ -759,6 +824,87 @@ mod tests {
         assert_eq!(got.get(64), Some(expect[2].1));
         assert_eq!(got.get(65), None);
         assert_eq!(got.get(10_000), None);
+    }
+
+    /// The length table gives what the formula gives, to the bit: for lengths in it and past
+    /// it, and again after the average changes (another engine on the same thread).
+    #[test]
+    fn scores_through_the_length_table_are_the_formulas() {
+        let cfg = unweighted();
+        let n = 5_000;
+        let formula = |avg: f32, tf: u32, len: u32| {
+            let idf = bm25_idf(n, 3);
+            let tf = tf as f32;
+            let len_norm = 1.0 - cfg.b + cfg.b * len as f32 / avg;
+            idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * len_norm)
+        };
+        let lens = [
+            0u32,
+            1,
+            9,
+            10,
+            11,
+            255,
+            2_047,
+            2_048,
+            2_049,
+            4_999,
+            u32::MAX,
+        ];
+        for avg in [10.0f32, 37.3, 10.0, 1.0] {
+            let postings: Vec<(u32, u32, u32)> = lens
+                .iter()
+                .enumerate()
+                .map(|(i, &len)| (i as u32 * 7, 1 + i as u32 % 4, len))
+                .collect();
+            let got = bm25(
+                &cfg,
+                n,
+                avg,
+                std::iter::once((3, 1.0, 0, postings.clone().into_iter())),
+            );
+            for (chunk, tf, len) in postings {
+                let want = formula(avg, tf, len).max(0.0);
+                assert_eq!(
+                    got.get(chunk).map(f32::to_bits),
+                    Some(want.to_bits()),
+                    "avg {avg}, len {len}"
+                );
+            }
+        }
+    }
+
+    /// The tables a query hands back are all zero again, after matches dense (every word of
+    /// bits set, runs to the end) and sparse (a word here and there), so the next query starts
+    /// clean.
+    #[test]
+    fn score_tables_come_back_cleared() {
+        let cfg = unweighted();
+        let n = 10_000;
+        let dense: Vec<(u32, u32, u32)> = (0..n as u32)
+            .filter(|c| c % 3 != 0)
+            .map(|c| (c, 1, 10))
+            .collect();
+        let sparse: Vec<(u32, u32, u32)> = (0..n as u32).step_by(701).map(|c| (c, 2, 10)).collect();
+        for postings in [dense, sparse.clone(), vec![(n as u32 - 1, 1, 10)], sparse] {
+            let expect: Vec<u32> = postings.iter().map(|p| p.0).collect();
+            let s = bm25(
+                &cfg,
+                n,
+                10.0,
+                std::iter::once((expect.len(), 1.0, 0, postings.into_iter())),
+            );
+            let mut got = Vec::new();
+            s.each(|c, _| got.push(c));
+            assert_eq!(got, expect);
+            drop(s);
+            SPARE.with(|spare| {
+                let spare = spare.borrow();
+                assert_eq!(spare.scores.len(), n);
+                assert!(spare.scores.iter().all(|&x| x == 0.0));
+                assert!(spare.matched.iter().all(|&w| w == 0));
+            });
+        }
     }
 
     /// Matches read back in chunk order, whole or by range, across word boundaries.

@@ -181,7 +181,8 @@ pub fn close_terms<'a>(
 /// is sized for first paint).
 fn keep_best<T: Ord>(best: &mut Vec<T>, item: T, k: usize) {
     let at = best.partition_point(|x| *x < item);
-    if at < k {
+    // An item kept already is not kept twice (a split bundle's candidates may repeat a term).
+    if at < k && best.get(at) != Some(&item) {
         best.insert(at, item);
         best.truncate(k);
     }
