@@ -330,8 +330,7 @@ fn term_score(cfg: &AnalyzerConfig, norms: &Norms, idf: f32, tf: u32, len: u32) 
 /// way; it spares a division a posting, a query over 1.35M chunks reading a million.
 #[derive(Default)]
 struct Norms {
-    /// (k1, b, avg_len) as bits: what the table was made for.
-    key: (u32, u32, u32),
+    /// What the table was made for.
     k1: f32,
     b: f32,
     avg_len: f32,
@@ -347,22 +346,22 @@ impl Norms {
 
     /// The spare table if it was made for these parameters, else a new one.
     fn take(spare: &mut Norms, cfg: &AnalyzerConfig, avg_len: f32) -> Norms {
-        let key = (cfg.k1.to_bits(), cfg.b.to_bits(), avg_len.to_bits());
+        let bits = |n: &Norms| [n.k1, n.b, n.avg_len].map(f32::to_bits);
         let spare = std::mem::take(spare);
-        if spare.key == key && spare.table.len() == Self::LENGTHS {
-            return spare;
-        }
         let (k1, b) = (cfg.k1, cfg.b);
-        let table = (0..Self::LENGTHS as u32)
-            .map(|len| Self::of(k1, b, avg_len, len))
-            .collect();
-        Norms {
-            key,
+        let mut norms = Norms {
             k1,
             b,
             avg_len,
-            table,
+            table: Vec::new(),
+        };
+        if bits(&spare) == bits(&norms) && spare.table.len() == Self::LENGTHS {
+            return spare;
         }
+        norms.table = (0..Self::LENGTHS as u32)
+            .map(|len| Self::of(k1, b, avg_len, len))
+            .collect();
+        norms
     }
 
     #[inline(always)]
@@ -481,23 +480,15 @@ impl Scores {
 }
 
 impl Drop for Scores {
-    /// Hands the tables back for the next query, cleared where this one set them: the 64
-    /// scores of each word of bits with a match, a run of such words in one fill.
+    /// Hands the tables back for the next query, cleared where this one set them (the 64
+    /// scores of each word of bits with a match: one small fill, however dense the matches).
     fn drop(&mut self) {
-        let (matched, scores) = (&mut self.matched[..], &mut self.scores[..]);
-        let mut w = 0;
-        while w < matched.len() {
-            if matched[w] == 0 {
-                w += 1;
-                continue;
+        for (w, bits) in self.matched.iter_mut().enumerate() {
+            if *bits != 0 {
+                *bits = 0;
+                let end = (w * 64 + 64).min(self.scores.len());
+                self.scores[w * 64..end].fill(0.0);
             }
-            let start = w;
-            while w < matched.len() && matched[w] != 0 {
-                w += 1;
-            }
-            matched[start..w].fill(0);
-            let end = (w * 64).min(scores.len());
-            scores[start * 64..end].fill(0.0);
         }
         let (scores, matched) = (
             std::mem::take(&mut self.scores),

@@ -524,13 +524,14 @@ impl<'a> DocWalk<'a> {
 
 /// The document holding `chunk`, given each document's first chunk and then the chunk count
 /// (`chunk` below it): the last one starting at or before it (empty documents before it share
-/// its first chunk). With `from`, a document starting at or before `chunk`, a gallop forward
-/// from there, then a binary search in the last stride; else a binary search over them all.
+/// its first chunk), as [`SplitBundle::doc_of`](crate::bundle::split::SplitBundle::doc_of)
+/// finds it. With `from`, a document starting at or before `chunk`, a gallop forward from
+/// there narrows the search to its last stride; else it is over them all.
 #[inline(always)]
 fn doc_in(firsts: &[u32], chunk: u32, from: Option<usize>) -> usize {
     let last = firsts.len() - 1;
     // firsts[lo] <= chunk < firsts[hi] (firsts[last] is the chunk count).
-    let (mut lo, mut hi) = match from {
+    let (lo, hi) = match from {
         Some(from) => {
             let (mut lo, mut step) = (from, 1);
             let hi = loop {
@@ -545,14 +546,7 @@ fn doc_in(firsts: &[u32], chunk: u32, from: Option<usize>) -> usize {
         }
         None => (0, last),
     };
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        match firsts[mid] <= chunk {
-            true => lo = mid,
-            false => hi = mid,
-        }
-    }
-    lo
+    lo + firsts[lo..hi].partition_point(|&f| f <= chunk) - 1
 }
 
 #[cfg(test)]
