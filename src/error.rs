@@ -123,6 +123,14 @@ impl ErrorCode {
 }
 
 impl Error {
+    /// A bundle file (or a split folder's piece) that could not be read.
+    pub fn unreadable(path: &std::path::Path, e: std::io::Error) -> Error {
+        Error::Unreadable {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }
+    }
+
     /// The contract code this error is reported under.
     pub fn code(&self) -> ErrorCode {
         match self {

@@ -33,8 +33,11 @@ impl BundleFile {
     /// Opens `path` and reads its header: the same checks, in the same order, as
     /// [`super::decode`] (magic, truncation, format version, header checksum, section bounds).
     pub fn open(path: &Path) -> Result<BundleFile> {
-        let mut file = File::open(path).map_err(|e| unreadable(path, e))?;
-        let len = file.metadata().map_err(|e| unreadable(path, e))?.len();
+        let mut file = File::open(path).map_err(|e| Error::unreadable(path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::unreadable(path, e))?
+            .len();
         let mut head = read_at(&mut file, path, 0, len.min(HEADER_START as u64))?;
         let version = check_prefix(
             &head,
@@ -90,12 +93,12 @@ impl BundleFile {
 /// truncated).
 fn read_at(file: &mut File, path: &Path, offset: u64, n: u64) -> Result<Vec<u8>> {
     file.seek(SeekFrom::Start(offset))
-        .map_err(|e| unreadable(path, e))?;
+        .map_err(|e| Error::unreadable(path, e))?;
     // `n` is within the file's length (checked against it before any read).
     let mut bytes = Vec::with_capacity(n as usize);
     file.take(n)
         .read_to_end(&mut bytes)
-        .map_err(|e| unreadable(path, e))?;
+        .map_err(|e| Error::unreadable(path, e))?;
     if (bytes.len() as u64) < n {
         return Err(Error::BundleTruncated(format!(
             "{} ended at byte {} while reading {n} bytes from {offset}",
@@ -104,11 +107,4 @@ fn read_at(file: &mut File, path: &Path, offset: u64, n: u64) -> Result<Vec<u8>>
         )));
     }
     Ok(bytes)
-}
-
-fn unreadable(path: &Path, e: std::io::Error) -> Error {
-    Error::Unreadable {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    }
 }

@@ -312,16 +312,20 @@ impl<'a> Corpus<'a> {
         best.values().sum()
     }
 
+    /// The chunks that contain `term`, in chunk order, read off its chunk ids alone (`None`
+    /// for a term the index does not have, or whose split shard is recorded as needed).
+    fn term_chunks(&self, term: &str) -> Option<impl Iterator<Item = u32> + 'a> {
+        let deltas = match self.data {
+            Data::Whole(b) => &b.lexical.postings[b.lexical.term_id(term)?].chunk_deltas,
+            Data::Split(s) => &self.have(s.postings(term), None)?.chunk_deltas,
+        };
+        Some(lexical::chunks(deltas.iter()))
+    }
+
     /// The first `k` chunks (in chunk order) that contain `term`.
     pub fn first_chunks_with(&self, term: &str, k: usize) -> Vec<u32> {
-        match self.data {
-            Data::Whole(b) => b.lexical.term_id(term).map_or_else(Vec::new, |i| {
-                b.lexical.postings[i].iter().take(k).map(|x| x.0).collect()
-            }),
-            Data::Split(s) => self
-                .have(s.postings(term), None)
-                .map_or_else(Vec::new, |p| p.iter().take(k).map(|x| x.0).collect()),
-        }
+        self.term_chunks(term)
+            .map_or_else(Vec::new, |c| c.take(k).collect())
     }
 
     /// The chunks (in chunk order) that contain `term` among `spans`, (first chunk, count)
@@ -331,19 +335,12 @@ impl<'a> Corpus<'a> {
     /// for each query word.
     #[cfg(feature = "vectors")]
     pub fn chunks_with_in(&self, term: &str, spans: &[(u32, u32)]) -> Vec<u32> {
-        let deltas = match self.data {
-            Data::Whole(b) => match b.lexical.term_id(term) {
-                Some(i) => b.lexical.postings[i].chunk_deltas.iter(),
-                None => return Vec::new(),
-            },
-            Data::Split(s) => match self.have(s.postings(term), None) {
-                Some(p) => p.chunk_deltas.iter(),
-                None => return Vec::new(),
-            },
+        let Some(chunks) = self.term_chunks(term) else {
+            return Vec::new();
         };
         let mut out = Vec::new();
         let mut at = 0;
-        for c in lexical::chunks(deltas) {
+        for c in chunks {
             while spans
                 .get(at)
                 .is_some_and(|&(first, n)| first.saturating_add(n) <= c)

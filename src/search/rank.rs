@@ -107,8 +107,8 @@ pub fn features(
     };
 
     // The documents of the pool, and for each the chunks that hold each query term.
-    let docs: BTreeMap<u32, ()> = pool.iter().map(|h| (corpus.doc_of(h.chunk), ())).collect();
-    let spans: Vec<(u32, u32)> = docs.keys().map(|&d| corpus.doc_span(d)).collect();
+    let docs: BTreeSet<u32> = pool.iter().map(|h| corpus.doc_of(h.chunk)).collect();
+    let spans: Vec<(u32, u32)> = docs.iter().map(|&d| corpus.doc_span(d)).collect();
     let mut chunk_mask: BTreeMap<u32, u64> = BTreeMap::new();
     for (i, t) in distinct.iter().enumerate() {
         for c in corpus.chunks_with_in(t, &spans) {
@@ -127,7 +127,7 @@ pub fn features(
     };
     // Per document: best and second-best chunk cosine, best lexical score, term mask.
     let mut doc_stats: BTreeMap<u32, (f32, f32, f32, u64)> = BTreeMap::new();
-    for &d in docs.keys() {
+    for &d in &docs {
         let (first, count) = corpus.doc_span(d);
         let (mut best, mut second, mut lex, mut mask) = (0f32, 0f32, 0f32, 0u64);
         for c in first..first + count {

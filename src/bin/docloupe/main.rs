@@ -454,10 +454,7 @@ impl Source {
 /// pieces its core lists), never from a document.
 pub(crate) fn read_piece(dir: &std::path::Path, name: &str) -> docloupe::Result<Vec<u8>> {
     let path = dir.join(name);
-    std::fs::read(&path).map_err(|e| docloupe::Error::Unreadable {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })
+    std::fs::read(&path).map_err(|e| docloupe::Error::unreadable(&path, e))
 }
 
 /// `--jsonl`: one request per line in, one response or error object per line out. A line
