@@ -140,6 +140,43 @@ fn a_split_bundle_answers_every_request_byte_for_byte_like_the_whole_one() {
     }
 }
 
+/// A long-lived host (`docloupe mcp` over a split folder) bounds its memory by dropping the
+/// shards it holds now and then: afterwards each search fetches what it needs again and
+/// answers as before.
+#[test]
+fn an_engine_that_forgets_its_shards_fetches_them_again_and_answers_the_same() {
+    let bytes = common::fixture_bundle();
+    let whole = Engine::lexical(bytes).unwrap();
+    let files = files_of(bytes, TINY);
+    let mut split = Engine::split(&files[CORE_FILE]).unwrap();
+    for json in requests() {
+        let expected = match whole.search_json(&json) {
+            Ok(mut r) => {
+                r.timings = Default::default();
+                serde_json::to_string(&r).unwrap()
+            }
+            Err(e) => serde_json::to_string(&e).unwrap(),
+        };
+        let mut first = Vec::new();
+        assert_eq!(
+            answer(&mut split, &json, &files, &mut first),
+            expected,
+            "{json}"
+        );
+        split.forget_split_files();
+        let mut again = Vec::new();
+        assert_eq!(
+            answer(&mut split, &json, &files, &mut again),
+            expected,
+            "{json} (after forgetting)"
+        );
+        // Everything the first answer read had to come back (it read nothing else: each
+        // request starts from a forgotten engine).
+        assert_eq!(again, first, "{json}");
+        split.forget_split_files();
+    }
+}
+
 #[test]
 fn a_plain_fulltext_query_reads_its_terms_and_its_results_in_two_rounds() {
     let files = files_of(common::fixture_bundle(), TINY);

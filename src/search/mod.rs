@@ -179,6 +179,14 @@ impl Engine {
         }
     }
 
+    /// Drops the shards a split bundle's searches have added (not its core or vectors; see
+    /// [`SplitBundle::forget_shards`]); a whole bundle keeps everything.
+    pub fn forget_split_files(&mut self) {
+        if let Data::Split(s) = &mut self.data {
+            s.forget_shards();
+        }
+    }
+
     /// [`Engine::search`], fetching the files of a split bundle the request needs with
     /// `fetch(file name)` (at most [`MAX_FETCH_ROUNDS`] rounds, all of a round's files
     /// before the next try). A whole bundle never calls `fetch`.

@@ -186,6 +186,14 @@ test('a split folder is served piece by piece and answers as its bundle file, ca
   const got = await Promise.all([...calls, ...calls].map(([name, args]) => call(split, name, args)));
   got.forEach((r, i) => assert.deepEqual(stable(r), expected[i % calls.length], JSON.stringify(calls[i % calls.length])));
   assert.ok(expected[0].results.length > 0 && expected[6].results.length === 2, 'the requests find something');
+  // With no room for pieces, the engine drops what it has read before each search that needs
+  // more, and reads it again: the same answers, one at a time and all at once.
+  const forgetful = await connect(['--bundle', SPLIT, '--split-memory-mib', '0']);
+  for (const [i, [name, args]] of calls.entries()) {
+    assert.deepEqual(stable(await call(forgetful, name, args)), expected[i], JSON.stringify(calls[i]));
+  }
+  const again = await Promise.all([...calls, ...calls].map(([name, args]) => call(forgetful, name, args)));
+  again.forEach((r, i) => assert.deepEqual(stable(r), expected[i % calls.length], JSON.stringify(calls[i % calls.length])));
 });
 
 test('search_docs: the contract in, the contract out', async () => {

@@ -56,6 +56,11 @@ pub struct McpArgs {
     /// Append the query log (JSON lines) to this file instead of stderr.
     #[arg(long)]
     log: Option<PathBuf>,
+    /// A split folder's engine drops the shards its searches have read once their files come
+    /// to more than this many MiB, and reads again what later searches need (the core and
+    /// the vectors stay).
+    #[arg(long, default_value_t = 256, value_name = "MiB")]
+    split_memory_mib: usize,
 }
 
 /// One served bundle: its engine, or why there is none.
@@ -68,20 +73,30 @@ struct Collection {
 /// A collection's engine: a bundle file decoded whole, or a split folder whose pieces are
 /// read from disk as searches first need them (a large collection then costs the memory of
 /// what its queries have read, not of the whole bundle: at 110,651 documents the whole
-/// file's engine held 873 MiB).
+/// file's engine held 873 MiB). The pieces a split engine holds are bounded: past
+/// `--split-memory-mib` of them it drops them all before reading more (the vectors, which
+/// every semantic search scans, stay).
 enum Served {
     Whole(Engine),
     Split {
         dir: PathBuf,
-        engine: RwLock<Engine>,
+        engine: RwLock<SplitEngine>,
+        budget: usize,
     },
+}
+
+/// A split folder's engine and the bytes of the shards added to it since it last dropped
+/// them.
+struct SplitEngine {
+    engine: Engine,
+    held: usize,
 }
 
 impl Served {
     fn header(&self) -> docloupe::bundle::Header {
         match self {
             Served::Whole(e) => e.header().clone(),
-            Served::Split { engine, .. } => read(engine).header().clone(),
+            Served::Split { engine, .. } => read(engine).engine.header().clone(),
         }
     }
 
@@ -91,14 +106,29 @@ impl Served {
     fn search(&self, req: &SearchRequest) -> docloupe::Result<SearchResponse> {
         match self {
             Served::Whole(e) => e.search_guarded(req),
-            Served::Split { dir, engine } => {
+            Served::Split {
+                dir,
+                engine,
+                budget,
+            } => {
                 // Bound first: a guard in the `match` itself would be held through its arms.
-                let first = read(engine).search_guarded(req);
+                let first = read(engine).engine.search_guarded(req);
                 match first {
-                    Err(docloupe::Error::FilesNeeded(_)) => engine
-                        .write()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .search_fetching(req, |name| read_piece(dir, name)),
+                    Err(docloupe::Error::FilesNeeded(_)) => {
+                        let mut split = engine.write().unwrap_or_else(PoisonError::into_inner);
+                        let SplitEngine { engine, held } = &mut *split;
+                        // Only between searches: what a search's rounds add is what its
+                        // next round reads.
+                        if *held > *budget {
+                            engine.forget_split_files();
+                            *held = 0;
+                        }
+                        engine.search_fetching(req, |name| {
+                            let bytes = read_piece(dir, name)?;
+                            *held += bytes.len();
+                            Ok(bytes)
+                        })
+                    }
                     done => done,
                 }
             }
@@ -108,7 +138,7 @@ impl Served {
 
 /// The engine behind `lock`, for a search. Engine calls catch their panics, so a poisoned
 /// lock still guards a whole engine.
-fn read(lock: &RwLock<Engine>) -> std::sync::RwLockReadGuard<'_, Engine> {
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -149,7 +179,7 @@ impl Bucket {
     }
 }
 
-fn load(path: &Path, flags: &ModelArgs) -> Collection {
+fn load(path: &Path, flags: &ModelArgs, split_budget: usize) -> Collection {
     let loaded = (|| -> std::result::Result<Served, ErrorResponse> {
         let source = Source::open(path).map_err(|e| ErrorResponse::from(&e))?;
         let header = source.header().clone();
@@ -182,7 +212,8 @@ fn load(path: &Path, flags: &ModelArgs) -> Collection {
         Ok(match folder {
             Some(dir) => Served::Split {
                 dir,
-                engine: RwLock::new(engine),
+                engine: RwLock::new(SplitEngine { engine, held: 0 }),
+                budget: split_budget,
             },
             None => Served::Whole(engine),
         })
@@ -203,7 +234,11 @@ pub fn serve(args: McpArgs) -> Result<()> {
         );
     }
     let flags = &args.model_args;
-    let collections: Vec<Collection> = args.bundle.iter().map(|b| load(b, flags)).collect();
+    let collections: Vec<Collection> = args
+        .bundle
+        .iter()
+        .map(|b| load(b, flags, args.split_memory_mib.saturating_mul(1 << 20)))
+        .collect();
     let log: Box<dyn Write + Send> = match &args.log {
         Some(path) => {
             let mut open = std::fs::OpenOptions::new();
