@@ -631,7 +631,6 @@ impl SplitBundle {
         })
     }
 
-    /// Verifies and installs one shard file, named as [`ShardId::file_name`] names it.
     /// Drops every lexical, fragment, documents and vocabulary shard added so far (the core
     /// and the vectors stay): a long-lived host bounds its memory so, and searches name the
     /// shards they need again.
@@ -642,6 +641,7 @@ impl SplitBundle {
         self.documents = None;
     }
 
+    /// Verifies and installs one shard file, named as [`ShardId::file_name`] names it.
     pub fn add(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
         let shard = ShardId::from_file_name(name)
             .ok_or_else(|| Error::Corrupt(format!("{name:?} is not a file of a split bundle")))?;
