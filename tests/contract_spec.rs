@@ -743,6 +743,59 @@ fn a_word_one_or_two_edits_off_still_finds_its_page_below_the_exact_word() {
     assert_eq!(found, "ru/установка.md");
 }
 
+/// Regression (a suggestion at 100K documents): «virtul destructr» was spelt «virtues
+/// destructive». Index terms are stems, and a typed word is also measured without up to its
+/// last three letters (`configuratin` against `configur`), so «virtu» (of «virtues») and
+/// «destruct» (of «destructive») were at distance 0, ahead of «virtual» and «destructor» one
+/// edit away, however much more common those were. Leaving out a tail now costs an edit in
+/// the order of candidates.
+#[test]
+fn a_typo_is_spelt_as_the_word_one_edit_away_not_a_stem_it_begins_with() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(
+        docs.join("virtual.md"),
+        "# Virtual destructors\n\nA virtual destructor runs the destructor of the derived \
+         class. Declare the destructor virtual in the base class; a virtual function call \
+         through a base pointer reaches the derived class.\n",
+    )
+    .unwrap();
+    // Other pages that use the words: they are the commoner ones.
+    for (name, text) in [
+        (
+            "functions.md",
+            "# Virtual functions\n\nA virtual function is overridden.\n",
+        ),
+        (
+            "objects.md",
+            "# Object lifetime\n\nThe destructor runs at the end of scope.\n",
+        ),
+        (
+            "bases.md",
+            "# Base classes\n\nA virtual base class and its destructor.\n",
+        ),
+    ] {
+        std::fs::write(docs.join(name), text).unwrap();
+    }
+    std::fs::write(
+        docs.join("virtues.md"),
+        "# Virtues\n\nThe virtues of testing are not destructive.\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("b.bundle");
+    common::build(&docs, &out, &["--no-embeddings"]);
+    let e = Engine::from_bundle(&std::fs::read(&out).unwrap(), None).unwrap();
+    let r = ok(&e, json!({"query": "virtul destructr", "mode": "fulltext"}));
+    assert_eq!(
+        r.suggestions.first().map(String::as_str),
+        Some("virtual destructor"),
+        "{:?}",
+        r.suggestions
+    );
+    assert_eq!(r.results[0].document_path, "virtual.md");
+}
+
 #[test]
 fn highlights_mark_the_word_a_typo_matched() {
     let e = engine();

@@ -151,28 +151,41 @@ pub fn close_terms<'a>(
             .iter()
             .any(|k| by_term.contains(k) || by_typed.contains(k))
     };
-    let mut close: Vec<(usize, Reverse<usize>, Reverse<usize>, &str)> = Vec::new();
+    // (order, shared beginning, df, term, distance): sorted on the first four.
+    type Close<'a> = (usize, Reverse<usize>, Reverse<usize>, &'a str, usize);
+    let mut close: Vec<Close> = Vec::new();
     for &(cand, cdf) in vocabulary {
         if cdf < min_df || cand == term || !near(cand) || !filed(cand) {
             continue;
         }
-        let d = match (
+        let (a, b) = (
             osa.distance(&word, cand, max),
             osa.distance_to_stem(cand, &typed, max, tail),
-        ) {
+        );
+        let d = match (a, b) {
             (Some(a), Some(b)) => a.min(b),
             (Some(d), None) | (None, Some(d)) => d,
             (None, None) => continue,
         };
+        // Leaving out the tail costs an edit in the order (not in the distance reported): a
+        // stem that is the typed word less its last letters is no closer than a word one
+        // edit away («virtul» → «virtual», not «virtu» of «virtues»; «destructr» →
+        // «destructor», not «destruct»).
+        let order = match b {
+            Some(b) if a.is_none_or(|a| b < a) && osa.distance(&typed, cand, max) != Some(b) => {
+                (b + 1).min(a.unwrap_or(usize::MAX))
+            }
+            _ => d,
+        };
         keep_best(
             &mut close,
-            (d, Reverse(shared(cand)), Reverse(cdf), cand),
+            (order, Reverse(shared(cand)), Reverse(cdf), cand, d),
             limit,
         );
     }
     close
         .into_iter()
-        .map(|(d, _, Reverse(df), cand)| (cand, d, df))
+        .map(|(_, _, Reverse(df), cand, d)| (cand, d, df))
         .collect()
 }
 
@@ -414,5 +427,24 @@ mod tests {
         // Short words get one edit.
         let v = [("cat", 3), ("coat", 3)];
         assert_eq!(close(&v, "cst", "cst"), ["cat"]);
+    }
+
+    /// Leaving out the tail costs an edit in the order: a stem the typed word begins with is
+    /// no nearer than a word one edit away, and the commoner comes first.
+    #[test]
+    fn a_stem_reached_through_the_tail_ranks_as_one_edit_away() {
+        let v = [("virtu", 3), ("virtual", 900)];
+        assert_eq!(close(&v, "virtul", "virtul"), ["virtual", "virtu"]);
+        let v = [("destruct", 40), ("destructor", 700)];
+        assert_eq!(
+            close(&v, "destructr", "destructr"),
+            ["destructor", "destruct"]
+        );
+        // The two are as near: where the stem is the commoner, it comes first.
+        let v = [("destruct", 900), ("destructor", 700)];
+        assert_eq!(
+            close(&v, "destructr", "destructr"),
+            ["destruct", "destructor"]
+        );
     }
 }
