@@ -54,6 +54,18 @@ fn answer(engine: &mut Engine, json: &str, files: &Files, fetched: &mut Vec<Stri
     }
 }
 
+/// The whole bundle's contract JSON line for `json`, timings zeroed (what a split engine must
+/// answer byte for byte).
+fn whole_answer(whole: &Engine, json: &str) -> String {
+    match whole.search_json(json) {
+        Ok(mut r) => {
+            r.timings = Default::default();
+            serde_json::to_string(&r).unwrap()
+        }
+        Err(e) => serde_json::to_string(&e).unwrap(),
+    }
+}
+
 fn requests() -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -111,13 +123,7 @@ fn a_split_bundle_answers_every_request_byte_for_byte_like_the_whole_one() {
             let mut fetched = Vec::new();
             let mut n = 0;
             for json in requests() {
-                let expected = match whole.search_json(&json) {
-                    Ok(mut r) => {
-                        r.timings = Default::default();
-                        serde_json::to_string(&r).unwrap()
-                    }
-                    Err(e) => serde_json::to_string(&e).unwrap(),
-                };
+                let expected = whole_answer(&whole, &json);
                 // A fresh engine per request, so each one fetches what it needs itself …
                 let mut fresh = Engine::split(&files[CORE_FILE])
                     .unwrap()
@@ -150,13 +156,7 @@ fn an_engine_that_forgets_its_shards_fetches_them_again_and_answers_the_same() {
     let files = files_of(bytes, TINY);
     let mut split = Engine::split(&files[CORE_FILE]).unwrap();
     for json in requests() {
-        let expected = match whole.search_json(&json) {
-            Ok(mut r) => {
-                r.timings = Default::default();
-                serde_json::to_string(&r).unwrap()
-            }
-            Err(e) => serde_json::to_string(&e).unwrap(),
-        };
+        let expected = whole_answer(&whole, &json);
         let mut first = Vec::new();
         assert_eq!(
             answer(&mut split, &json, &files, &mut first),

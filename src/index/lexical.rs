@@ -346,22 +346,23 @@ impl Norms {
 
     /// The spare table if it was made for these parameters, else a new one.
     fn take(spare: &mut Norms, cfg: &AnalyzerConfig, avg_len: f32) -> Norms {
-        let bits = |n: &Norms| [n.k1, n.b, n.avg_len].map(f32::to_bits);
         let spare = std::mem::take(spare);
         let (k1, b) = (cfg.k1, cfg.b);
-        let mut norms = Norms {
+        let bits = |params: [f32; 3]| params.map(f32::to_bits);
+        if bits([spare.k1, spare.b, spare.avg_len]) == bits([k1, b, avg_len])
+            && spare.table.len() == Self::LENGTHS
+        {
+            return spare;
+        }
+        let table = (0..Self::LENGTHS as u32)
+            .map(|len| Self::of(k1, b, avg_len, len))
+            .collect();
+        Norms {
             k1,
             b,
             avg_len,
-            table: Vec::new(),
-        };
-        if bits(&spare) == bits(&norms) && spare.table.len() == Self::LENGTHS {
-            return spare;
+            table,
         }
-        norms.table = (0..Self::LENGTHS as u32)
-            .map(|len| Self::of(k1, b, avg_len, len))
-            .collect();
-        norms
     }
 
     #[inline(always)]

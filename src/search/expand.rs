@@ -158,11 +158,11 @@ pub fn close_terms<'a>(
         if cdf < min_df || cand == term || !near(cand) || !filed(cand) {
             continue;
         }
-        let (a, b) = (
+        let (a, stem) = (
             osa.distance(&word, cand, max),
-            osa.distance_to_stem(cand, &typed, max, tail),
+            osa.stem_distance(cand, &typed, max, tail),
         );
-        let d = match (a, b) {
+        let d = match (a, stem.map(|(b, _)| b)) {
             (Some(a), Some(b)) => a.min(b),
             (Some(d), None) | (None, Some(d)) => d,
             (None, None) => continue,
@@ -171,10 +171,8 @@ pub fn close_terms<'a>(
         // stem that is the typed word less its last letters is no closer than a word one
         // edit away («virtul» → «virtual», not «virtu» of «virtues»; «destructr» →
         // «destructor», not «destruct»).
-        let order = match b {
-            Some(b) if a.is_none_or(|a| b < a) && osa.distance(&typed, cand, max) != Some(b) => {
-                (b + 1).min(a.unwrap_or(usize::MAX))
-            }
+        let order = match stem {
+            Some((b, true)) if a.is_none_or(|a| b < a) => (b + 1).min(a.unwrap_or(usize::MAX)),
             _ => d,
         };
         keep_best(

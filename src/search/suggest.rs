@@ -218,7 +218,7 @@ impl Osa {
     pub fn distance(&mut self, a: &[char], b: &str, max: usize) -> Option<usize> {
         self.b.clear();
         self.b.extend(b.chars());
-        osa(&mut self.rows, a, &self.b, max, 0)
+        osa(&mut self.rows, a, &self.b, max, 0).map(|(d, _)| d)
     }
 
     /// The distance from the word `stem` to `word` less up to `free_tail` of its last
@@ -232,6 +232,19 @@ impl Osa {
         max: usize,
         free_tail: usize,
     ) -> Option<usize> {
+        self.stem_distance(stem, word, max, free_tail)
+            .map(|(d, _)| d)
+    }
+
+    /// [`Osa::distance_to_stem`], and whether leaving out some of the tail is what made it
+    /// (the whole `word` is farther).
+    pub fn stem_distance(
+        &mut self,
+        stem: &str,
+        word: &[char],
+        max: usize,
+        free_tail: usize,
+    ) -> Option<(usize, bool)> {
         self.b.clear();
         self.b.extend(stem.chars());
         osa(&mut self.rows, &self.b, word, max, free_tail)
@@ -239,14 +252,15 @@ impl Osa {
 }
 
 /// Optimal string alignment distance from `a` to the nearest of `b` and its prefixes that lack
-/// at most `free_tail` characters, or `None` when over `max`.
+/// at most `free_tail` characters, and whether that is nearer than the whole `b`; `None` when
+/// over `max`.
 fn osa(
     rows: &mut [Vec<usize>; 3],
     a: &[char],
     b: &[char],
     max: usize,
     free_tail: usize,
-) -> Option<usize> {
+) -> Option<(usize, bool)> {
     if a.len() > b.len() + max || b.len() > a.len() + max + free_tail {
         return None;
     }
@@ -283,7 +297,7 @@ fn osa(
         .copied()
         .min()
         .unwrap_or(usize::MAX);
-    (dist <= max).then_some(dist)
+    (dist <= max).then_some((dist, dist < one[b.len()]))
 }
 
 #[cfg(test)]
