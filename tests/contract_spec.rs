@@ -796,6 +796,49 @@ fn a_typo_is_spelt_as_the_word_one_edit_away_not_a_stem_it_begins_with() {
     assert_eq!(r.results[0].document_path, "virtual.md");
 }
 
+/// Regression: a suggestion wrote each stem as its most frequent word, so «Handliang Errors»
+/// was spelt «handle errors» (`handling` and `handle` are both the stem `handl`), and
+/// «Riesponse Headers» «responses headers». Of the stem's commonest words, the one nearest the
+/// word as typed is written now; a word still being typed is measured against each word's
+/// beginning, so a prefix keeps the commonest.
+#[test]
+fn a_suggestion_writes_the_stems_word_nearest_the_typed_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(
+        docs.join("errors.md"),
+        "# Handling errors\n\nHandling errors means returning a response with a status code.\n",
+    )
+    .unwrap();
+    for (name, text) in [
+        ("a.md", "# Events\n\nHandle the event; handle it once.\n"),
+        ("b.md", "# Files\n\nA file handle to handle reads.\n"),
+        ("c.md", "# Sockets\n\nClose the handle.\n"),
+    ] {
+        std::fs::write(docs.join(name), text).unwrap();
+    }
+    let out = tmp.path().join("b.bundle");
+    common::build(&docs, &out, &["--no-embeddings"]);
+    let e = Engine::from_bundle(&std::fs::read(&out).unwrap(), None).unwrap();
+    let r = ok(&e, json!({"query": "handliang errors", "mode": "fulltext"}));
+    assert_eq!(
+        r.suggestions.first().map(String::as_str),
+        Some("handling errors"),
+        "{:?}",
+        r.suggestions
+    );
+    assert_eq!(r.results[0].document_path, "errors.md");
+    // Misspelt the other way, the commoner word is the nearer one.
+    let r = ok(&e, json!({"query": "hanlde errors", "mode": "fulltext"}));
+    assert_eq!(
+        r.suggestions.first().map(String::as_str),
+        Some("handle errors"),
+        "{:?}",
+        r.suggestions
+    );
+}
+
 #[test]
 fn highlights_mark_the_word_a_typo_matched() {
     let e = engine();

@@ -330,7 +330,7 @@ fn a_misspelt_query_spells_its_suggestion_from_the_vocabulary_alone() {
         for (j, term) in shard.terms.iter().enumerate() {
             let t = whole.lexical.term_id(term).unwrap();
             assert_eq!(shard.dfs[j] as usize, whole.lexical.postings[t].tfs.len());
-            assert_eq!(&shard.surface(j), &forms[t], "{term}");
+            assert_eq!(&shard.surfaces(j), &forms[t], "{term}");
             filed += 1;
         }
     }

@@ -36,6 +36,7 @@ use super::packed::{budget_for, pack, unpack, PackedChunk};
 use crate::error::{Error, Result};
 use crate::index::lexical::{self, Varints};
 use crate::search::expand::{correction_keys, correction_shard, correction_shards};
+use crate::search::suggest::SURFACE_FORMS;
 
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
@@ -43,8 +44,8 @@ pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// term's surface form in `vocab.bin`. 6: the vocabulary in `voc-N.bin` shards by correction
 /// key. 7: fragments' chunk metadata packed as in format 5's `docs` section. 8: the fragments'
 /// first documents as differences. 9: the vectors section in `vec-N.bin` pieces instead of the
-/// whole bundle in `bundle.bin`.
-pub const SPLIT_VERSION: u32 = 9;
+/// whole bundle in `bundle.bin`. 10: up to three surface forms a term in `voc-N.bin`.
+pub const SPLIT_VERSION: u32 = 10;
 pub const CORE_FILE: &str = "core.bin";
 
 /// Most pieces a split's vectors section is cut into (and a core may claim).
@@ -280,28 +281,37 @@ struct FragShardIn {
 pub struct Vocabulary {
     pub terms: Vec<String>,
     pub dfs: Vec<u32>,
-    /// Each term's surface form, the word suggestions write for it
-    /// ([`crate::search::suggest::surface_forms`]), as the number of the term's leading bytes
-    /// it keeps and the rest (`configur` → `configuration`: 8, `ation`); `(0, "")` where it
-    /// has none. Without it a misspelt first query fetched the chunks it is read from.
+    /// How many surface forms each term has in `surfaces` (at most
+    /// [`crate::search::suggest::SURFACE_FORMS`]).
+    pub forms: Vec<u8>,
+    /// The terms' surface forms, the words suggestions write for them
+    /// ([`crate::search::suggest::surface_forms`]), term after term (`forms` says how many
+    /// each), the most frequent first; each as the number of the term's leading bytes it keeps
+    /// and the rest (`configur` → `configuration`: 8, `ation`). Without them a misspelt first
+    /// query fetched the chunks they are read from.
     pub surfaces: Vec<(u8, String)>,
 }
 
 impl Vocabulary {
-    /// Term `i`'s surface form (`None`: none, or `i` out of range).
-    pub fn surface(&self, i: usize) -> Option<String> {
-        let (keep, rest) = self.surfaces.get(i)?;
-        let term = self.terms.get(i)?;
-        let word = format!("{}{rest}", term.get(..*keep as usize)?);
-        (!word.is_empty()).then_some(word)
+    /// Term `i`'s surface forms (none for `i` out of range).
+    pub fn surfaces(&self, i: usize) -> Vec<String> {
+        let (Some(&n), Some(term)) = (self.forms.get(i), self.terms.get(i)) else {
+            return Vec::new();
+        };
+        let first: usize = self.forms[..i].iter().map(|&n| n as usize).sum();
+        let forms = self
+            .surfaces
+            .get(first..first + n as usize)
+            .unwrap_or_default();
+        forms
+            .iter()
+            .filter_map(|(keep, rest)| Some(format!("{}{rest}", term.get(..*keep as usize)?)))
+            .collect()
     }
 }
 
 /// `surface` as [`Vocabulary::surfaces`] stores it against `term`.
-fn surface_entry(term: &str, surface: Option<&str>) -> (u8, String) {
-    let Some(surface) = surface else {
-        return (0, String::new());
-    };
+fn surface_entry(term: &str, surface: &str) -> (u8, String) {
     let mut keep = term
         .char_indices()
         .map(|(i, c)| i + c.len_utf8())
@@ -456,6 +466,7 @@ pub fn split_into(
         .map(|_| Vocabulary {
             terms: Vec::new(),
             dfs: Vec::new(),
+            forms: Vec::new(),
             surfaces: Vec::new(),
         })
         .collect();
@@ -464,7 +475,9 @@ pub fn split_into(
             let v = &mut vocabulary[shard as usize];
             v.terms.push(term.clone());
             v.dfs.push(bundle.lexical.postings[i].tfs.len() as u32);
-            v.surfaces.push(surface_entry(term, surfaces[i].as_deref()));
+            v.forms.push(surfaces[i].len() as u8);
+            v.surfaces
+                .extend(surfaces[i].iter().map(|form| surface_entry(term, form)));
         }
     }
     for (i, body) in vocabulary.into_iter().enumerate() {
@@ -687,12 +700,18 @@ impl SplitBundle {
                 let body: Vocabulary = self.open_shard(shard, bytes)?;
                 let n = self.core.vocab_shards;
                 let fits = body.terms.len() == body.dfs.len()
-                    && body.terms.len() == body.surfaces.len()
-                    && body
-                        .surfaces
-                        .iter()
-                        .zip(&body.terms)
-                        .all(|((keep, _), t)| t.is_char_boundary(*keep as usize))
+                    && body.terms.len() == body.forms.len()
+                    && body.forms.iter().all(|&n| n as usize <= SURFACE_FORMS)
+                    && body.forms.iter().map(|&n| n as usize).sum::<usize>() == body.surfaces.len()
+                    && {
+                        let mut forms = body.surfaces.iter();
+                        body.terms.iter().zip(&body.forms).all(|(t, &n)| {
+                            forms
+                                .by_ref()
+                                .take(n as usize)
+                                .all(|(keep, _)| t.is_char_boundary(*keep as usize))
+                        })
+                    }
                     && body.terms.windows(2).all(|w| w[0] < w[1])
                     && body.terms.iter().all(|t| {
                         correction_keys(t)

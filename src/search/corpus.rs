@@ -356,10 +356,10 @@ impl<'a> Corpus<'a> {
         out
     }
 
-    /// A split bundle's stored surface form of `term` (from a loaded vocabulary shard that
-    /// files it, or recorded as needed); `None` for a whole bundle, which reads it from the
-    /// chunks.
-    pub fn stored_surface(&self, term: &str) -> Option<Option<String>> {
+    /// A split bundle's stored surface forms of `term` (from a loaded vocabulary shard that
+    /// files it, or recorded as needed: none until it is loaded); `None` for a whole bundle,
+    /// which reads them from the chunks.
+    pub fn stored_surfaces(&self, term: &str) -> Option<Vec<String>> {
         let Data::Split(s) = self.data else {
             return None;
         };
@@ -367,13 +367,13 @@ impl<'a> Corpus<'a> {
         for &i in &shards {
             if let Ok(v) = s.vocabulary(i) {
                 let at = v.terms.binary_search_by(|t| t.as_str().cmp(term)).ok();
-                return Some(at.and_then(|i| v.surface(i)));
+                return Some(at.map(|i| v.surfaces(i)).unwrap_or_default());
             }
         }
         if let Some(&i) = shards.first() {
             self.need(ShardId::Vocabulary(i));
         }
-        Some(None)
+        Some(Vec::new())
     }
 
     /// The index terms, with their document frequencies, that a correction of `words` may

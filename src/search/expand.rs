@@ -190,7 +190,7 @@ pub fn close_terms<'a>(
 /// Puts `item` into `best` (kept sorted, at most `k` long) if it is among the `k` least. The
 /// lists here are a handful long: this costs less code than a sort (the lexical wasm build
 /// is sized for first paint).
-fn keep_best<T: Ord>(best: &mut Vec<T>, item: T, k: usize) {
+pub(super) fn keep_best<T: Ord>(best: &mut Vec<T>, item: T, k: usize) {
     let at = best.partition_point(|x| *x < item);
     // An item kept already is not kept twice (a split bundle's candidates may repeat a term).
     if at < k && best.get(at) != Some(&item) {
@@ -208,6 +208,12 @@ pub fn typed_word(query: &str, token: &Token) -> String {
         .flat_map(char::to_lowercase)
         .map(fold)
         .collect()
+}
+
+/// Whether `token` may be being typed: the query ends inside it (no space or punctuation
+/// after it).
+pub(super) fn being_typed(query: &str, token: &Token) -> bool {
+    query.chars().last().is_some_and(char::is_alphanumeric) && token.end == query.chars().count()
 }
 
 /// Whether a word may be a misspelling worth correcting: long enough, not a number.
@@ -275,8 +281,7 @@ pub fn expand(corpus: &Corpus, query: &str, tokens: &[Token]) -> Vec<QueryTerm> 
     }
     // The word being typed: the query ends inside it.
     if let Some(last) = tokens.last() {
-        let typing = query.chars().last().is_some_and(char::is_alphanumeric)
-            && last.end == query.chars().count();
+        let typing = being_typed(query, last);
         let prefix = typed_word(query, last);
         if typing
             && prefix.chars().count() >= MIN_PREFIX

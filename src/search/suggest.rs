@@ -3,8 +3,10 @@
 //! A query word whose term occurs nowhere (typically a misspelling), or a rare word when the
 //! query found almost nothing, is replaced by the closest terms of the index (optimal string
 //! alignment distance ≤ 1 for short words, ≤ 2 otherwise; nearer first, then more frequent).
-//! Index terms are stems, so each replacement is written as the most frequent surface word
-//! that produced the stem in the collection's text, e.g. `cahce` → `cache`, not `cach`.
+//! Index terms are stems, so each replacement is written as a surface word that produced the
+//! stem in the collection's text, e.g. `cahce` → `cache`, not `cach`: of the stem's
+//! [`SURFACE_FORMS`] most frequent words, the one nearest the word as typed (`handliang` →
+//! `handling`, not the commoner `handle`).
 
 use std::collections::BTreeMap;
 
@@ -18,8 +20,10 @@ const CANDIDATES: usize = 12;
 const FEW_RESULTS: usize = 3;
 /// A replacement for a word that does occur must be this many times more frequent.
 const RARE_FACTOR: usize = 10;
-/// Chunks read to find a stem's surface form.
+/// Chunks read to find a stem's surface forms.
 const SURFACE_SAMPLE: usize = 8;
+/// Surface forms kept per stem, the most frequent first.
+pub const SURFACE_FORMS: usize = 3;
 
 /// Query words looked up at most: each costs a pass over the vocabulary, so a long
 /// nonsense query (500 characters against 160k terms took seconds) costs what 4 words do.
@@ -68,9 +72,12 @@ pub fn suggestions(
         // are shown: a term whose surface form cannot be found is skipped).
         let close =
             super::expand::close_terms(&vocabulary, &t.term, typed, *min_df, CANDIDATES, &mut osa);
+        let typing = super::expand::being_typed(query, t);
         let words: Vec<String> = close
             .into_iter()
-            .filter_map(|(stem, _, _)| surface(corpus, analyzer, stem))
+            .filter_map(|(stem, _, _)| {
+                nearest_form(surfaces(corpus, analyzer, stem), typed, typing, &mut osa)
+            })
             .take(MAX_SUGGESTIONS)
             .collect();
         if !words.is_empty() {
@@ -106,11 +113,12 @@ pub fn suggestions(
     out
 }
 
-/// The most frequent lowercase word in the collection whose term is `stem`: written at split
-/// time into the vocabulary shards ([`surface_forms`]), so a split bundle spells its suggestions
-/// without fetching the chunks (and their shards) a whole bundle reads them from.
-fn surface(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Option<String> {
-    if let Some(stored) = corpus.stored_surface(stem) {
+/// The [`SURFACE_FORMS`] most frequent lowercase words in the collection whose term is
+/// `stem`, the most frequent first: written at split time into the vocabulary shards
+/// ([`surface_forms`]), so a split bundle spells its suggestions without fetching the chunks
+/// (and their shards) a whole bundle reads them from.
+fn surfaces(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Vec<String> {
+    if let Some(stored) = corpus.stored_surfaces(stem) {
         return stored;
     }
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -125,6 +133,24 @@ fn surface(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Option<String> {
         );
     }
     most_frequent(counts)
+}
+
+/// Of `forms`, the nearest to the word as `typed` (optimal string alignment), the more
+/// frequent (earlier) on a tie; `None` for no forms. A word still being `typing` is measured
+/// against each form's nearest beginning (`para` is as near `parameters` as `params`).
+fn nearest_form(forms: Vec<String>, typed: &str, typing: bool, osa: &mut Osa) -> Option<String> {
+    forms
+        .into_iter()
+        .enumerate()
+        .min_by_key(|(i, form)| {
+            let form_chars: Vec<char> = form.chars().collect();
+            // Every two words are within the longer one's length of each other.
+            let max = typed.chars().count().max(form_chars.len());
+            let tail = if typing { form_chars.len() } else { 0 };
+            let d = osa.stem_distance(typed, &form_chars, max, tail);
+            (d.map_or(usize::MAX, |(d, _)| d), *i)
+        })
+        .map(|(_, form)| form)
 }
 
 /// Calls `found(key, lowercase word)` for every word of `texts` whose term `key` takes (the
@@ -146,22 +172,21 @@ fn count_words<K>(
     }
 }
 
-/// Most frequent; ties go to the shorter, then alphabetical, word.
-fn most_frequent(counts: BTreeMap<String, usize>) -> Option<String> {
-    counts
-        .into_iter()
-        .max_by(|a, b| {
-            a.1.cmp(&b.1)
-                .then(b.0.chars().count().cmp(&a.0.chars().count()))
-                .then(b.0.cmp(&a.0))
-        })
-        .map(|(w, _)| w)
+/// The [`SURFACE_FORMS`] most frequent words, the most frequent first; ties go to the
+/// shorter, then alphabetical, word.
+fn most_frequent(counts: BTreeMap<String, usize>) -> Vec<String> {
+    let mut best = Vec::new();
+    for (word, n) in counts {
+        let key = (std::cmp::Reverse(n), word.chars().count(), word);
+        super::expand::keep_best(&mut best, key, SURFACE_FORMS);
+    }
+    best.into_iter().map(|(_, _, word)| word).collect()
 }
 
-/// Every term's surface form, in term order, as [`surface`] finds it over a whole bundle
-/// (`None` where no word of its sampled chunks makes the term). One pass over the chunks: a
+/// Every term's surface forms, in term order, as [`surfaces`] finds them over a whole bundle
+/// (none where no word of its sampled chunks makes the term). One pass over the chunks: a
 /// chunk is read for the terms whose first [`SURFACE_SAMPLE`] postings hold it.
-pub fn surface_forms(bundle: &crate::bundle::Bundle) -> crate::error::Result<Vec<Option<String>>> {
+pub fn surface_forms(bundle: &crate::bundle::Bundle) -> crate::error::Result<Vec<Vec<String>>> {
     let lexical = &bundle.lexical;
     let analyzer = Analyzer::for_version(bundle.header.analyzer.version);
     // Per chunk, the terms it is sampled for.
@@ -319,10 +344,10 @@ mod tests {
         let corpus = Corpus::new(&data);
         assert_eq!(forms.len(), terms.len());
         for (term, form) in terms.iter().zip(&forms) {
-            assert_eq!(form, &super::surface(&corpus, &analyzer, term), "{term}");
+            assert_eq!(form, &super::surfaces(&corpus, &analyzer, term), "{term}");
         }
         let cache = terms.iter().position(|t| t == "cach").unwrap();
-        assert_eq!(forms[cache].as_deref(), Some("cache"));
+        assert_eq!(forms[cache].first().map(String::as_str), Some("cache"));
     }
 
     #[test]

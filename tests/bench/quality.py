@@ -22,7 +22,9 @@ Datasets:
                   dev split, so cross-language behaviour can be chosen on.
   typos:<corpus>/<exact|edit1|edit2|prefix>   generated from 60 page titles per corpus: the
                   title, with one or two random edits in its longest word, or with its last
-                  word cut to 4 characters; notes give top-5 hit.
+                  word cut to 4 characters; notes give top-5 hit and how often the first
+                  of the response's `suggestions` is the title (and among the first three,
+                  and any suggestion at all: on `exact`, a false correction).
   NAME@MODEL      the same set built with `--model MODEL` (e5, minilm); plain names use auto.
 
 Each corpus is indexed by the release `index-builder` into the cache (never the repo), and every
@@ -263,7 +265,7 @@ def typo_queries(corpus, bundle, variant, split):
         else:  # prefix: the last word as typed so far
             last = max(j for j, w in enumerate(words) if len(w) >= 5 and w.isalpha())
             text = " ".join(words[:last] + [words[last][:4]])
-        out.append({"id": f"typo-{i}", "text": text, "rels": {p: 2 for p in paths}})
+        out.append({"id": f"typo-{i}", "text": text, "title": title, "rels": {p: 2 for p in paths}})
     return out
 
 
@@ -341,12 +343,14 @@ def doc_key(path, beir):
 
 
 def run_queries(bundle, queries, fields, extra_args, beir):
-    """(ranked document keys per query, timings per query, errors, fallbacks)"""
+    """(ranked document keys per query, timings per query, errors, fallbacks, the response's
+    `suggestions` per query)"""
     requests = [{"query": q["text"], "limit": DEPTH, "maxChunksPerDocument": 1, "includeContext": False, **fields}
                 for q in queries]
     out = search_jsonl(bundle, requests, ["--max-limit", str(DEPTH), *extra_args])
-    ranked, timings, errors, fallbacks = [], [], 0, 0
+    ranked, timings, errors, fallbacks, suggestions = [], [], 0, 0, []
     for resp in out:
+        suggestions.append(resp.get("suggestions") or [])
         if "errorCode" in resp:
             errors += 1
             ranked.append([])
@@ -360,7 +364,22 @@ def run_queries(bundle, queries, fields, extra_args, beir):
                 ids.append(d)
         ranked.append(ids)
         timings.append(resp["timings"])
-    return ranked, timings, errors, fallbacks
+    return ranked, timings, errors, fallbacks, suggestions
+
+
+def suggestion_metrics(queries, suggestions, titles):
+    """For typo sets: the share of queries whose first suggestion is the page's title (case and
+    spacing aside), whose suggestions hold it among the first three, and that got any
+    suggestion at all (on `exact` titles that is the false-correction rate)."""
+    norm = lambda s: " ".join(s.lower().split())
+    first = among3 = some = 0
+    for q, sugg, title in zip(queries, suggestions, titles):
+        sugg = [norm(s) for s in sugg]
+        first += bool(sugg) and sugg[0] == norm(title)
+        among3 += norm(title) in sugg[:3]
+        some += bool(sugg)
+    n = max(len(queries), 1)
+    return dict(suggestTitle=first / n, suggestTitle3=among3 / n, suggested=some / n)
 
 
 def metrics(ranked, rels, answer_grade):
@@ -438,11 +457,12 @@ def main():
         typos = name.startswith("typos:")
         rels = [q["rels"] for q in queries]
         for label in modes:
-            ranked, timings, errors, fallbacks = run_queries(bundle, queries, MODES[label],
-                                                             extra + MODE_ARGS.get(label, []), beir)
+            ranked, timings, errors, fallbacks, suggestions = run_queries(bundle, queries, MODES[label],
+                                                                          extra + MODE_ARGS.get(label, []), beir)
             m = metrics(ranked, rels, answer_grade)
             if typos:
                 m["top5"] = sum(any(d in rel for d in ids[:5]) for ids, rel in zip(ranked, rels)) / len(ranked)
+                m.update(suggestion_metrics(queries, suggestions, [q["title"] for q in queries]))
             stage = {k: (percentile([t[k] for t in timings], 0.5), percentile([t[k] for t in timings], 0.95))
                      for k in ("embedMs", "retrieveMs", "rerankMs", "totalMs")}
             notes = ([f"{errors} errors"] if errors else []) + ([f"{fallbacks} fallbacks"] if fallbacks else [])
@@ -454,7 +474,8 @@ def main():
                 g = groups.setdefault((name.split(":")[0], lang, label), [])
                 g.append((len(queries), m))
             if typos:
-                notes.append(f"top-5 hit {m['top5']:.3f}")
+                notes.append(f"top-5 hit {m['top5']:.3f}, suggestion = title {m['suggestTitle']:.3f} "
+                             f"(in 3: {m['suggestTitle3']:.3f}), any suggestion {m['suggested']:.3f}")
             runs += [dict(dataset=name, mode=label, id=q["id"], text=q["text"], rels=sorted(q["rels"]), ranked=r[:20])
                      for q, r in zip(queries, ranked)]
             lat = "  ".join(f"{v[0]:5.1f}/{v[1]:5.1f}" for v in stage.values())
