@@ -21,7 +21,7 @@ const FEW_RESULTS: usize = 3;
 /// A replacement for a word that does occur must be this many times more frequent.
 const RARE_FACTOR: usize = 10;
 /// Chunks read to find a stem's surface forms.
-const SURFACE_SAMPLE: usize = 8;
+const SURFACE_SAMPLE: usize = 32;
 /// Surface forms kept per stem, the most frequent first.
 pub const SURFACE_FORMS: usize = 3;
 
