@@ -351,6 +351,25 @@ mod tests {
     }
 
     #[test]
+    fn the_form_nearest_the_typed_word_is_written_and_a_prefix_keeps_the_commonest() {
+        let forms = || vec!["handle".to_string(), "handler".into(), "handling".into()];
+        let mut osa = Osa::default();
+        let mut near =
+            |typed: &str, typing: bool| super::nearest_form(forms(), typed, typing, &mut osa);
+        assert_eq!(near("handliang", false).as_deref(), Some("handling"));
+        assert_eq!(near("handelr", false).as_deref(), Some("handler"));
+        // A tie goes to the commoner (earlier) form.
+        assert_eq!(near("handlx", false).as_deref(), Some("handle"));
+        // Still being typed: every form begins with `handl`, so the commonest is written.
+        assert_eq!(near("handl", true).as_deref(), Some("handle"));
+        assert_eq!(near("handli", true).as_deref(), Some("handling"));
+        assert_eq!(
+            super::nearest_form(Vec::new(), "handl", false, &mut osa),
+            None
+        );
+    }
+
+    #[test]
     fn distances() {
         assert_eq!(osa_distance("cahc", "cach", 2), Some(1));
         assert_eq!(osa_distance("instal", "install", 2), Some(1));
