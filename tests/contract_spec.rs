@@ -16,6 +16,20 @@ fn engine() -> Engine {
     Engine::from_bundle(common::fixture_bundle(), Some(common::model_files())).unwrap()
 }
 
+/// The bytes of a bundle built (`index-builder build` with `args`) from `pages`, each a file
+/// name and its markdown.
+fn bundle_of(pages: &[(&str, &str)], args: &[&str]) -> Vec<u8> {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for (name, text) in pages {
+        std::fs::write(docs.join(name), text).unwrap();
+    }
+    let out = tmp.path().join("b.bundle");
+    common::build(&docs, &out, args);
+    std::fs::read(&out).unwrap()
+}
+
 fn ask(e: &Engine, body: Value) -> Result<SearchResponse, ErrorResponse> {
     e.search_json(&body.to_string())
 }
@@ -751,41 +765,35 @@ fn a_word_one_or_two_edits_off_still_finds_its_page_below_the_exact_word() {
 /// the order of candidates.
 #[test]
 fn a_typo_is_spelt_as_the_word_one_edit_away_not_a_stem_it_begins_with() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    std::fs::create_dir(&docs).unwrap();
-    std::fs::write(
-        docs.join("virtual.md"),
-        "# Virtual destructors\n\nA virtual destructor runs the destructor of the derived \
-         class. Declare the destructor virtual in the base class; a virtual function call \
-         through a base pointer reaches the derived class.\n",
-    )
-    .unwrap();
-    // Other pages that use the words: they are the commoner ones.
-    for (name, text) in [
-        (
-            "functions.md",
-            "# Virtual functions\n\nA virtual function is overridden.\n",
-        ),
-        (
-            "objects.md",
-            "# Object lifetime\n\nThe destructor runs at the end of scope.\n",
-        ),
-        (
-            "bases.md",
-            "# Base classes\n\nA virtual base class and its destructor.\n",
-        ),
-    ] {
-        std::fs::write(docs.join(name), text).unwrap();
-    }
-    std::fs::write(
-        docs.join("virtues.md"),
-        "# Virtues\n\nThe virtues of testing are not destructive.\n",
-    )
-    .unwrap();
-    let out = tmp.path().join("b.bundle");
-    common::build(&docs, &out, &["--no-embeddings"]);
-    let e = Engine::from_bundle(&std::fs::read(&out).unwrap(), None).unwrap();
+    let bundle = bundle_of(
+        &[
+            (
+                "virtual.md",
+                "# Virtual destructors\n\nA virtual destructor runs the destructor of the derived \
+                 class. Declare the destructor virtual in the base class; a virtual function call \
+                 through a base pointer reaches the derived class.\n",
+            ),
+            // Other pages that use the words: they are the commoner ones.
+            (
+                "functions.md",
+                "# Virtual functions\n\nA virtual function is overridden.\n",
+            ),
+            (
+                "objects.md",
+                "# Object lifetime\n\nThe destructor runs at the end of scope.\n",
+            ),
+            (
+                "bases.md",
+                "# Base classes\n\nA virtual base class and its destructor.\n",
+            ),
+            (
+                "virtues.md",
+                "# Virtues\n\nThe virtues of testing are not destructive.\n",
+            ),
+        ],
+        &["--no-embeddings"],
+    );
+    let e = Engine::from_bundle(&bundle, None).unwrap();
     let r = ok(&e, json!({"query": "virtul destructr", "mode": "fulltext"}));
     assert_eq!(
         r.suggestions.first().map(String::as_str),
@@ -803,24 +811,19 @@ fn a_typo_is_spelt_as_the_word_one_edit_away_not_a_stem_it_begins_with() {
 /// beginning, so a prefix keeps the commonest.
 #[test]
 fn a_suggestion_writes_the_stems_word_nearest_the_typed_one() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    std::fs::create_dir(&docs).unwrap();
-    std::fs::write(
-        docs.join("errors.md"),
-        "# Handling errors\n\nHandling errors means returning a response with a status code.\n",
-    )
-    .unwrap();
-    for (name, text) in [
-        ("a.md", "# Events\n\nHandle the event; handle it once.\n"),
-        ("b.md", "# Files\n\nA file handle to handle reads.\n"),
-        ("c.md", "# Sockets\n\nClose the handle.\n"),
-    ] {
-        std::fs::write(docs.join(name), text).unwrap();
-    }
-    let out = tmp.path().join("b.bundle");
-    common::build(&docs, &out, &["--no-embeddings"]);
-    let e = Engine::from_bundle(&std::fs::read(&out).unwrap(), None).unwrap();
+    let bundle = bundle_of(
+        &[
+            (
+                "errors.md",
+                "# Handling errors\n\nHandling errors means returning a response with a status code.\n",
+            ),
+            ("a.md", "# Events\n\nHandle the event; handle it once.\n"),
+            ("b.md", "# Files\n\nA file handle to handle reads.\n"),
+            ("c.md", "# Sockets\n\nClose the handle.\n"),
+        ],
+        &["--no-embeddings"],
+    );
+    let e = Engine::from_bundle(&bundle, None).unwrap();
     let r = ok(&e, json!({"query": "handliang errors", "mode": "fulltext"}));
     assert_eq!(
         r.suggestions.first().map(String::as_str),
@@ -900,25 +903,23 @@ fn a_query_of_mostly_unknown_words_is_another_language_not_typos() {
 
 #[test]
 fn a_section_titled_with_every_query_word_beats_a_semantic_near_miss() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    std::fs::write(
-        docs.join("tokens.md"),
-        "# Reference\n\n## Token rotation\n\nSee the scheduler settings table below for the \
-         interval values and the audit log format used by the service.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        docs.join("keys.md"),
-        "# Security\n\n## Renewing credentials\n\nReplace your access keys and secrets \
-         periodically; renew every credential before it expires so clients keep working.\n",
-    )
-    .unwrap();
-    let out = tmp.path().join("b.bundle");
-    common::build(&docs, &out, &[]);
+    let bundle = bundle_of(
+        &[
+            (
+                "tokens.md",
+                "# Reference\n\n## Token rotation\n\nSee the scheduler settings table below for the \
+                 interval values and the audit log format used by the service.\n",
+            ),
+            (
+                "keys.md",
+                "# Security\n\n## Renewing credentials\n\nReplace your access keys and secrets \
+                 periodically; renew every credential before it expires so clients keep working.\n",
+            ),
+        ],
+        &[],
+    );
     // The near miss counts however far it is (the floor is tested on its own).
-    let e = Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files()))
+    let e = Engine::from_bundle(&bundle, Some(common::model_files()))
         .unwrap()
         .with_options(EngineOptions {
             match_floor: Some(0.0),
