@@ -16,20 +16,6 @@ fn engine() -> Engine {
     Engine::from_bundle(common::fixture_bundle(), Some(common::model_files())).unwrap()
 }
 
-/// The bytes of a bundle built (`index-builder build` with `args`) from `pages`, each a file
-/// name and its markdown.
-fn bundle_of(pages: &[(&str, &str)], args: &[&str]) -> Vec<u8> {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    std::fs::create_dir(&docs).unwrap();
-    for (name, text) in pages {
-        std::fs::write(docs.join(name), text).unwrap();
-    }
-    let out = tmp.path().join("b.bundle");
-    common::build(&docs, &out, args);
-    std::fs::read(&out).unwrap()
-}
-
 fn ask(e: &Engine, body: Value) -> Result<SearchResponse, ErrorResponse> {
     e.search_json(&body.to_string())
 }
@@ -765,8 +751,8 @@ fn a_word_one_or_two_edits_off_still_finds_its_page_below_the_exact_word() {
 /// the order of candidates.
 #[test]
 fn a_typo_is_spelt_as_the_word_one_edit_away_not_a_stem_it_begins_with() {
-    let bundle = bundle_of(
-        &[
+    let bundle = common::bundle_of(
+        [
             (
                 "virtual.md",
                 "# Virtual destructors\n\nA virtual destructor runs the destructor of the derived \
@@ -811,8 +797,8 @@ fn a_typo_is_spelt_as_the_word_one_edit_away_not_a_stem_it_begins_with() {
 /// beginning, so a prefix keeps the commonest.
 #[test]
 fn a_suggestion_writes_the_stems_word_nearest_the_typed_one() {
-    let bundle = bundle_of(
-        &[
+    let bundle = common::bundle_of(
+        [
             (
                 "errors.md",
                 "# Handling errors\n\nHandling errors means returning a response with a status code.\n",
@@ -903,8 +889,8 @@ fn a_query_of_mostly_unknown_words_is_another_language_not_typos() {
 
 #[test]
 fn a_section_titled_with_every_query_word_beats_a_semantic_near_miss() {
-    let bundle = bundle_of(
-        &[
+    let bundle = common::bundle_of(
+        [
             (
                 "tokens.md",
                 "# Reference\n\n## Token rotation\n\nSee the scheduler settings table below for the \

@@ -44,16 +44,7 @@ fn pages(r: &SearchResponse) -> Vec<&str> {
 fn engine_over<P: AsRef<std::path::Path>, T: AsRef<[u8]>>(
     pages: impl IntoIterator<Item = (P, T)>,
 ) -> Engine {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    for (path, text) in pages {
-        let p = docs.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    let out = tmp.path().join("pages.bundle");
-    common::build(&docs, &out, &[]);
-    Engine::from_bundle(&std::fs::read(&out).unwrap(), Some(common::model_files())).unwrap()
+    Engine::from_bundle(&common::bundle_of(pages, &[]), Some(common::model_files())).unwrap()
 }
 
 #[test]

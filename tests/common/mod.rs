@@ -80,6 +80,25 @@ pub fn build(dir: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("IngestResult JSON on stdout")
 }
 
+/// The bytes of a bundle [`build`] makes (with `extra`) from `pages`, each a path under the
+/// collection's folder and its markdown, written into a temporary folder.
+pub fn bundle_of<P: AsRef<Path>, T: AsRef<[u8]>>(
+    pages: impl IntoIterator<Item = (P, T)>,
+    extra: &[&str],
+) -> Vec<u8> {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for (path, text) in pages {
+        let p = docs.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let out = tmp.path().join("pages.bundle");
+    build(&docs, &out, extra);
+    std::fs::read(&out).unwrap()
+}
+
 /// The fixture collection's bundle with embeddings, built once per test binary.
 pub fn fixture_bundle() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
