@@ -174,7 +174,7 @@ fn main() {
     }
     report(
         &format!("engine: shortlist({k}) = {}", shortlist(k)),
-        &|q| chunks(coded.nearest_where(q, k, &|_| true)),
+        &|q| chunks(coded.nearest_where(q, k, None)),
     );
     if let Some(hnsw) = &hnsw {
         report("HNSW (ef_search 128)", &|q| chunks(hnsw.nearest(q, k)));

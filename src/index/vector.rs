@@ -637,16 +637,28 @@ impl Coded {
         self.low.len()
     }
 
-    /// First-pass score of every allowed code against the unit query `q`: ⟨q − c, x̂ − c⟩,
-    /// where x̂ reads each bit as `high` or `low` and `c` is the midpoint of the two levels.
-    /// Centring the query matters: with E5's vectors, which share a large common direction,
-    /// the uncentred ⟨q, x̂⟩ found 64 % of the true top 100 in a shortlist of 400 on SciFact's
-    /// train queries, the centred one 85 % (MiniLM: 98 % and 97 %). One 256-entry table per
-    /// code byte turns the sum into `code_bytes` look-ups per vector. Returns (position, score).
-    fn first_pass(&self, q: &[f32], allow: &dyn Fn(u32) -> bool) -> Vec<(u32, f32)> {
+    /// The first pass's best `keep` allowed codes for the unit query `q`, as (position, score)
+    /// in no particular order, scored ⟨q − c, x̂ − c⟩, where x̂ reads each bit as `high` or
+    /// `low` and `c` is the midpoint of the two levels. Centring the query matters: with E5's
+    /// vectors, which share a large common direction, the uncentred ⟨q, x̂⟩ found 64 % of the
+    /// true top 100 in a shortlist of 400 on SciFact's train queries, the centred one 85 %
+    /// (MiniLM: 98 % and 97 %). One 256-entry table per code byte turns the sum into
+    /// `code_bytes` look-ups per vector. `allow` (None: every chunk) is asked with chunk ids.
+    ///
+    /// The best are kept as the scan goes: once `2 × keep` are held, the best `keep` of them
+    /// stay and the worst of those becomes a floor that a later code must beat. A later code
+    /// has a higher position, which loses a tie (`by_first_pass`), so one at the floor cannot
+    /// be among the best either: the result is the best `keep` of all the scores, as when
+    /// every score was collected and the best taken (2.24M codes: 18 MB of scores a query).
+    fn first_pass(
+        &self,
+        q: &[f32],
+        keep: usize,
+        allow: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<(u32, f32)> {
         let dims = self.dims();
         let cb = code_bytes(dims);
-        if cb == 0 {
+        if cb == 0 || keep == 0 {
             return Vec::new();
         }
         // table[j][v] = Σ over the dims d of byte j of w[d] × (bit set ? ½ : −½), with
@@ -668,33 +680,67 @@ impl Coded {
                 t[v] = t[v & (v - 1)] + gains.get(bit).copied().unwrap_or(0.0);
             }
         }
-        self.codes
-            .chunks_exact(cb)
-            .enumerate()
-            .filter(|(i, _)| allow(self.vectors[*i].chunk))
-            .map(|(i, code)| {
-                let s: f32 = code.iter().zip(&table).map(|(&b, t)| t[b as usize]).sum();
-                (i as u32, s)
-            })
-            .collect()
+        let n = self.codes.len() / cb;
+        let mut best: Vec<(u32, f32)> = Vec::with_capacity(keep.saturating_mul(2).min(n));
+        let mut floor: Option<f32> = None;
+        let mut consider = |i: usize, s: f32| {
+            if floor.is_some_and(|f| s.total_cmp(&f).is_le())
+                || allow.is_some_and(|allow| !allow(self.vectors[i].chunk))
+            {
+                return;
+            }
+            best.push((i as u32, s));
+            if best.len() >= keep.saturating_mul(2) {
+                best.select_nth_unstable_by(keep - 1, by_first_pass);
+                best.truncate(keep);
+                floor = Some(best[keep - 1].1);
+            }
+        };
+        // Four codes side by side: each sum still adds its look-ups in byte order (the same
+        // score to the bit), and the four chains of dependent additions overlap.
+        let mut quads = self.codes.chunks_exact(4 * cb);
+        let mut i = 0;
+        for quad in &mut quads {
+            let (c0, rest) = quad.split_at(cb);
+            let (c1, rest) = rest.split_at(cb);
+            let (c2, c3) = rest.split_at(cb);
+            let mut s = [-0.0f32; 4];
+            for ((((t, &b0), &b1), &b2), &b3) in table.iter().zip(c0).zip(c1).zip(c2).zip(c3) {
+                s[0] += t[b0 as usize];
+                s[1] += t[b1 as usize];
+                s[2] += t[b2 as usize];
+                s[3] += t[b3 as usize];
+            }
+            for (k, s) in s.into_iter().enumerate() {
+                consider(i + k, s);
+            }
+            i += 4;
+        }
+        for code in quads.remainder().chunks_exact(cb) {
+            consider(
+                i,
+                code.iter().zip(&table).map(|(&b, t)| t[b as usize]).sum(),
+            );
+            i += 1;
+        }
+        if best.len() > keep {
+            best.select_nth_unstable_by(keep - 1, by_first_pass);
+            best.truncate(keep);
+        }
+        best
     }
 
     /// The `k` allowed chunks nearest to `q`: the first pass's best [`shortlist`]`(k)`,
-    /// rescored exactly (cosine on the int8 vectors), best first.
+    /// rescored exactly (cosine on the int8 vectors), best first. `allow`: None for every chunk.
     pub fn nearest_where(
         &self,
         q: &[f32],
         k: usize,
-        allow: &dyn Fn(u32) -> bool,
+        allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<(u32, f32)> {
-        let mut pass = self.first_pass(q, allow);
-        let keep = shortlist(k);
         let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if pass.len() > keep {
-            pass.select_nth_unstable_by(keep, by_score);
-            pass.truncate(keep);
-        }
-        let mut hits: Vec<(u32, f32)> = pass
+        let mut hits: Vec<(u32, f32)> = self
+            .first_pass(q, shortlist(k), allow)
             .into_iter()
             .map(|(i, _)| {
                 let v = &self.vectors[i as usize];
@@ -709,13 +755,17 @@ impl Coded {
     /// Positions (into `vectors`) of the first pass's best `n` for `q`, best first: what
     /// `examples/first_pass` measures recall on.
     pub fn first_pass_best(&self, q: &[f32], n: usize) -> Vec<u32> {
-        let mut pass = self.first_pass(q, &|_| true);
-        pass.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut pass = self.first_pass(q, n, None);
+        pass.sort_by(by_first_pass);
         pass.into_iter()
-            .take(n)
             .map(|(i, _)| self.vectors[i as usize].chunk)
             .collect()
     }
+}
+
+/// The first pass's order: the higher score first, then the lower position.
+fn by_first_pass(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
 impl std::fmt::Debug for VectorIndex {
@@ -808,7 +858,7 @@ impl VectorIndex {
     pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(u32, f32)> {
         let mut hits: Vec<(u32, f32)> = match self {
             VectorIndex::Flat(v) => v.iter().map(|p| (p.chunk, p.dot_f32(q))).collect(),
-            VectorIndex::Coded(c) => return c.nearest_where(q, k, &|_| true),
+            VectorIndex::Coded(c) => return c.nearest_where(q, k, None),
             VectorIndex::Hnsw(h) => {
                 let query = QVec::quantize(u32::MAX, q);
                 let mut search = Search::default();
@@ -1028,6 +1078,43 @@ mod tests {
     }
 
     #[test]
+    fn the_first_pass_keeps_the_best_of_every_score_ties_to_the_lower_position() {
+        // Each vector four times over (equal codes, equal scores), so the floor the scan keeps
+        // meets ties at every size; the best `keep` must be those of all the scores.
+        let vectors: Vec<QVec> = unit_vectors(500, 48)
+            .into_iter()
+            .flat_map(|v| std::iter::repeat_n(v, 4))
+            .enumerate()
+            .map(|(c, v)| QVec {
+                chunk: c as u32,
+                ..v
+            })
+            .collect();
+        let n = vectors.len();
+        let VectorIndex::Coded(coded) = VectorIndex::build(vectors, 1) else {
+            unreachable!()
+        };
+        let odd = |c: u32| c % 2 == 1;
+        for seed in 0..4 {
+            let q = query(48, seed);
+            let mut all = coded.first_pass(&q, n, None);
+            assert_eq!(all.len(), n);
+            all.sort_by(by_first_pass);
+            let mut allowed = coded.first_pass(&q, n, Some(&odd));
+            allowed.sort_by(by_first_pass);
+            assert!(allowed.iter().all(|&(i, _)| i % 2 == 1));
+            for keep in [1, 3, 4, 7, 100, 999, n - 1, n + 5] {
+                let mut got = coded.first_pass(&q, keep, None);
+                got.sort_by(by_first_pass);
+                assert_eq!(got, all[..keep.min(n)], "keep {keep}");
+                let mut got = coded.first_pass(&q, keep, Some(&odd));
+                got.sort_by(by_first_pass);
+                assert_eq!(got, allowed[..keep.min(allowed.len())], "keep {keep}, odd");
+            }
+        }
+    }
+
+    #[test]
     fn the_first_pass_finds_most_true_neighbours_in_a_short_list() {
         let vectors = unit_vectors(20_000, 64);
         let flat = VectorIndex::Flat(vectors.clone());
@@ -1038,7 +1125,7 @@ mod tests {
         for seed in 0..20 {
             let q = query(64, seed);
             let truth: Vec<u32> = flat.nearest(&q, 10).into_iter().map(|h| h.0).collect();
-            let got = coded.nearest_where(&q, 10, &|_| true);
+            let got = coded.nearest_where(&q, 10, None);
             // Whatever it finds carries its exact cosine, best first.
             assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
             for (c, s) in &got {
@@ -1059,7 +1146,7 @@ mod tests {
             unreachable!()
         };
         let q = query(32, 3);
-        let odd = coded.nearest_where(&q, 20, &|c| c % 2 == 1);
+        let odd = coded.nearest_where(&q, 20, Some(&|c| c % 2 == 1));
         assert_eq!(odd.len(), 20);
         assert!(odd.iter().all(|h| h.0 % 2 == 1));
         let exact: Vec<(u32, f32)> = VectorIndex::Flat(vectors)

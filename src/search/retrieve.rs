@@ -44,7 +44,7 @@ impl Retriever<'_> {
         let in_scope = |c: u32| self.mask.allows_chunk(self.corpus, c);
         let mut hits: Vec<(u32, f32)> = match vectors {
             // The first pass reads only in-scope codes, so the shortlist is all in scope.
-            VectorIndex::Coded(c) => return c.nearest_where(query, k, &in_scope),
+            VectorIndex::Coded(c) => return c.nearest_where(query, k, Some(&in_scope)),
             VectorIndex::Hnsw(_) if self.mask.chunks_in_scope > EXACT_SCAN_LIMIT => vectors
                 .nearest(query, usize::MAX)
                 .into_iter()
