@@ -22,7 +22,22 @@ It is built with the release `index-builder` (by default `--no-embeddings`: with
   30 s, p50 / p99, errors, isolate memory; then the 200 queries and titles one at a time,
   each also with a random word, and the isolate's wasm memory after them), unless `--no-edge`.
 
-Usage: python3 tests/bench/scale.py [--versions N] [--embeddings] [--brotli] [--no-edge]
+With `--copies CORPUS:N` the collection is instead N copies of one corpus of ../shared/corpora
+(`c01/` ... under $DOCLOUPE_CACHE/scale/copies-CORPUS-N): the paths change and the text does not,
+so with `--embeddings` each distinct text goes through the model once and its copies share its
+vector (the builder's `chunksShared`). That is how hybrid search over 100,000 documents is
+measured on 2 cores: en-medium-powershell-docs in 33 copies is 102,168 documents and 2.13M
+chunks (more than the versioned collection's 1.35M) from 22,779 distinct texts, about 10 min
+of embedding instead of 7.5 h. Its titles repeat, so it says nothing about quality; what it
+measures is the cost of that many vectors.
+
+With `--browser` (and `--embeddings`) headless Chromium opens the split folder through the JS
+API (`tests/bench/web/scale.mjs`: the first fulltext answer cold, then the model and every
+vector file, then fulltext, hybrid and hybrid + second stage latency); it needs `make wasm`
+and `tests/bench/web`'s npm packages.
+
+Usage: python3 tests/bench/scale.py [--versions N | --copies CORPUS:N] [--embeddings] [--brotli]
+                                    [--no-edge] [--browser]
 """
 import gzip
 import json
@@ -85,6 +100,23 @@ def make_collection(dest, versions):
         fh.write(want)
 
 
+def make_copies(dest, corpus, copies):
+    """dest/c01 ... dest/cNN, each the corpus as it is (made afresh unless its marker matches)."""
+    marker = os.path.join(dest, ".made")
+    want = json.dumps({"corpus": corpus, "copies": copies})
+    if os.path.exists(marker) and open(marker).read() == want:
+        return
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    first = os.path.join(dest, "c01")
+    with tarfile.open(os.path.join(SHARED, corpus + ".tar.gz")) as t:
+        t.extractall(first, filter="data")
+    for c in range(2, copies + 1):
+        shutil.copytree(first, os.path.join(dest, f"c{c:02}"))
+    with open(marker, "w") as fh:
+        fh.write(want)
+
+
 def versioned(text, v):
     """The page with " (version v)" after its front-matter title and its first `# ` heading."""
     suffix = f" (version {v})"
@@ -136,7 +168,14 @@ def brotli(data):
     return int(subprocess.run(["node", "-e", js], input=data, capture_output=True, check=True).stdout)
 
 
-def queries_from(bundle):
+def questions_of(corpus):
+    """The corpus's train and dev questions of tests/questions (never its test ones)."""
+    with open(os.path.join(ROOT, "tests", "questions", "docs-questions.jsonl")) as fh:
+        rows = [json.loads(l) for l in fh if l.strip()]
+    return [r["question"] for r in rows if r["corpus"] == corpus and r["split"] != "test"]
+
+
+def queries_from(bundle, fixed=QUERIES):
     """200 queries: the fixed developer questions, then document titles in path order."""
     out = subprocess.run([BUILDER, "dump", bundle], capture_output=True, check=True).stdout.decode()
     titles = []
@@ -144,7 +183,7 @@ def queries_from(bundle):
         c = json.loads(line)
         if c["chunkIndex"] == 0 and c["title"].strip() and len(titles) < 1000:
             titles.append(c["title"])
-    return (QUERIES + titles[:: max(1, len(titles) // 180)])[:200]
+    return (fixed + titles[:: max(1, len(titles) // max(1, 200 - len(fixed)))])[:200]
 
 
 def cli(bundle, queries, modes):
@@ -211,9 +250,17 @@ def main():
     if not os.path.exists(BUILDER):
         sys.exit("build first: cargo build --release --workspace")
     work = os.path.join(CACHE, "scale")
-    docs = os.path.join(work, "docs")
     t = time.monotonic()
-    make_collection(docs, versions)
+    fixed = QUERIES
+    if "--copies" in args:
+        corpus, copies = args[args.index("--copies") + 1].rsplit(":", 1)
+        fixed = questions_of(corpus) or QUERIES
+        work = os.path.join(work, f"copies-{corpus}-{copies}")
+        docs = os.path.join(work, "docs")
+        make_copies(docs, corpus, int(copies))
+    else:
+        docs = os.path.join(work, "docs")
+        make_collection(docs, versions)
     print(f"collection        {docs} ({time.monotonic() - t:.0f} s to make or check)")
     bundle = os.path.join(work, "hybrid.bundle" if embeddings else "lexical.bundle")
     extra = [] if embeddings else ["--no-embeddings"]
@@ -221,6 +268,9 @@ def main():
     report = json.loads(out)
     n_docs, chunks = report["documentsProcessed"], report["chunksWritten"]
     print(f"\n== bench-scale: {n_docs:,} documents, {chunks:,} chunks ({len(report['warnings'])} warnings)")
+    if embeddings:
+        print(f"embeddings        {report['chunksEmbedded']:,} texts through {report['embedModel']}, "
+              f"{report['chunksShared']:,} chunks sharing their vector")
     print(f"build             {wall:.1f} s ({chunks / wall:,.0f} chunks/s, "
           f"{'embeddings' if embeddings else 'no embeddings'}, {os.cpu_count()} cores); peak RSS {peak:,.0f} MiB "
           f"(target 2,048)")
@@ -246,16 +296,25 @@ def main():
           f"largest file {largest:,} B; Cloudflare: {'within' if r['files'] <= 20_000 else 'over'} Free's 20,000 "
           f"files, {'within' if r['files'] <= 100_000 else 'over'} Paid's 100,000; "
           f"{'every file within' if largest <= 25 * 2**20 else 'a file over'} 25 MiB")
-    queries = queries_from(bundle)
+    queries = queries_from(bundle, fixed)
     modes = ["fulltext", "hybrid"] if embeddings else ["fulltext"]
     cli(bundle, queries, modes)
     cli(split, queries, modes)
     for mode in modes:
         mcp(bundle, queries, mode)
         mcp(split, queries, mode)
+    if "--browser" in args and embeddings:
+        model = info["embedding"]["id"]
+        where = os.path.join(CACHE, "models")
+        model_dir = next(os.path.join(where, d) for d in sorted(os.listdir(where))
+                         if json.load(open(os.path.join(where, d, "manifest.json")))["id"] == model)
+        with open(os.path.join(work, "queries-browser.txt"), "w") as fh:
+            fh.write("\n".join(queries[:40]) + "\n")
+        subprocess.run(["node", os.path.join(ROOT, "tests", "bench", "web", "scale.mjs"), "--split", split,
+                        "--model-dir", model_dir, "--queries", os.path.join(work, "queries-browser.txt")], check=True)
     if "--no-edge" not in args:
         with open(os.path.join(work, "queries.txt"), "w") as fh:
-            fh.write("\n".join(QUERIES) + "\n")
+            fh.write("\n".join(fixed) + "\n")
         with open(os.path.join(work, "queries-wide.txt"), "w") as fh:
             fh.write("\n".join(queries) + "\n")
         env = dict(os.environ, DEMO_DIR=os.path.join(work, "edge"), LOAD_QUERIES=os.path.join(work, "queries.txt"),
