@@ -74,9 +74,14 @@ try {
     ['hybrid + second stage (default)', { mode: 'hybrid' }],
   ]) {
     for (const query of queries) await call('benchSearch', { query, ...request }, `${query} (fetching its files)`);
-    const ms = [];
-    for (const query of queries) ms.push((await call('benchSearch', { query, ...request }, query)).ms);
-    line(label, ms);
+    const runs = [];
+    for (const query of queries) runs.push(await call('benchSearch', { query, ...request }, query));
+    line(label, runs.map((r) => r.ms));
+    // The engine's own stage timings (the worker round trip is the rest).
+    const stages = ['embedMs', 'retrieveMs', 'rerankMs'].filter((k) => typeof runs[0].timings?.[k] === 'number');
+    if (stages.length) {
+      console.log(`    engine: ${stages.map((k) => `${k} p50 ${median(runs.map((r) => r.timings[k])).toFixed(1)}`).join(', ')}`);
+    }
   }
   errors.push(...pageErrors);
   if (errors.length) throw new Error(`errors in the page:\n${errors.join('\n')}`);
