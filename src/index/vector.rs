@@ -647,7 +647,7 @@ impl Coded {
     ///
     /// The best are kept as the scan goes: once `2 × keep` are held, the best `keep` of them
     /// stay and the worst of those becomes a floor that a later code must beat. A later code
-    /// has a higher position, which loses a tie (`by_first_pass`), so one at the floor cannot
+    /// has a higher position, which loses a tie (`best_first`), so one at the floor cannot
     /// be among the best either: the result is the best `keep` of all the scores, as when
     /// every score was collected and the best taken (2.24M codes: 18 MB of scores a query).
     fn first_pass(
@@ -691,7 +691,7 @@ impl Coded {
             }
             best.push((i as u32, s));
             if best.len() >= keep.saturating_mul(2) {
-                best.select_nth_unstable_by(keep - 1, by_first_pass);
+                best.select_nth_unstable_by(keep - 1, best_first);
                 best.truncate(keep);
                 floor = Some(best[keep - 1].1);
             }
@@ -724,7 +724,7 @@ impl Coded {
             i += 1;
         }
         if best.len() > keep {
-            best.select_nth_unstable_by(keep - 1, by_first_pass);
+            best.select_nth_unstable_by(keep - 1, best_first);
             best.truncate(keep);
         }
         best
@@ -738,7 +738,6 @@ impl Coded {
         k: usize,
         allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<(u32, f32)> {
-        let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         let mut hits: Vec<(u32, f32)> = self
             .first_pass(q, shortlist(k), allow)
             .into_iter()
@@ -747,7 +746,7 @@ impl Coded {
                 (v.chunk, v.dot_f32(q))
             })
             .collect();
-        hits.sort_by(by_score);
+        hits.sort_by(best_first);
         hits.truncate(k);
         hits
     }
@@ -756,15 +755,16 @@ impl Coded {
     /// `examples/first_pass` measures recall on.
     pub fn first_pass_best(&self, q: &[f32], n: usize) -> Vec<u32> {
         let mut pass = self.first_pass(q, n, None);
-        pass.sort_by(by_first_pass);
+        pass.sort_by(best_first);
         pass.into_iter()
             .map(|(i, _)| self.vectors[i as usize].chunk)
             .collect()
     }
 }
 
-/// The first pass's order: the higher score first, then the lower position.
-fn by_first_pass(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+/// (id, score) pairs best first: the higher score, then the lower id (a position in the first
+/// pass, a chunk in the answers), so equal scores keep a deterministic order.
+pub(crate) fn best_first(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
@@ -867,7 +867,7 @@ impl VectorIndex {
                     .collect()
             }
         };
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.sort_by(best_first);
         hits.truncate(k);
         hits
     }
@@ -1099,16 +1099,16 @@ mod tests {
             let q = query(48, seed);
             let mut all = coded.first_pass(&q, n, None);
             assert_eq!(all.len(), n);
-            all.sort_by(by_first_pass);
+            all.sort_by(best_first);
             let mut allowed = coded.first_pass(&q, n, Some(&odd));
-            allowed.sort_by(by_first_pass);
+            allowed.sort_by(best_first);
             assert!(allowed.iter().all(|&(i, _)| i % 2 == 1));
             for keep in [1, 3, 4, 7, 100, 999, n - 1, n + 5] {
                 let mut got = coded.first_pass(&q, keep, None);
-                got.sort_by(by_first_pass);
+                got.sort_by(best_first);
                 assert_eq!(got, all[..keep.min(n)], "keep {keep}");
                 let mut got = coded.first_pass(&q, keep, Some(&odd));
-                got.sort_by(by_first_pass);
+                got.sort_by(best_first);
                 assert_eq!(got, allowed[..keep.min(allowed.len())], "keep {keep}, odd");
             }
         }

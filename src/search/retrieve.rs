@@ -55,7 +55,7 @@ impl Retriever<'_> {
                 .filter_map(|c| self.cosine(query, c).map(|s| (c, s)))
                 .collect(),
         };
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.sort_by(crate::index::vector::best_first);
         hits.truncate(k);
         hits
     }

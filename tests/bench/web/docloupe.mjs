@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { startServer } from '../../../www/serve.mjs';
-import { median, percentile, withTimeout } from './util.mjs';
+import { median, percentile, visitBenchPage } from './util.mjs';
 
 const HERE = import.meta.dirname;
 const WWW = path.resolve(HERE, '../../../www');
@@ -43,18 +43,7 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     embedding: { onnx: '/models/model.int8.onnx', tokenizer: '/models/tokenizer.json' },
     reranker: { manifest: '/reranker/manifest.json', onnx: '/reranker/model.int8.onnx', tokenizer: '/reranker/tokenizer.json' },
   };
-  const visit = async () => {
-    const context = await browser.newContext(); // empty HTTP cache: a cold visitor
-    const page = await context.newPage();
-    page.setDefaultTimeout(timeoutMs);
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    server.reset();
-    await page.goto(`${server.url}/bench/docloupe.html`);
-    await page.waitForFunction(() => typeof window.benchSearch === 'function');
-    const call = (fn, arg, what) => withTimeout(page.evaluate(([f, a]) => window[f](a), [fn, arg]), timeoutMs, what);
-    return { context, call, errors };
-  };
+  const visit = () => visitBenchPage(browser, server, timeoutMs);
   const run = async (call, request) => {
     const out = [];
     for (const query of queries) out.push({ query, ...(await call('benchSearch', { query, ...request }, query)) });

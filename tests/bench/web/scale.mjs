@@ -11,7 +11,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../../www/chromium.mjs';
 import { startServer } from '../../../www/serve.mjs';
-import { median, percentile, withTimeout } from './util.mjs';
+import { median, percentile, visitBenchPage } from './util.mjs';
 
 const arg = (name) => {
   const i = process.argv.indexOf(name);
@@ -34,18 +34,7 @@ const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHR
 const mb = (b) => `${(b / 1e6).toFixed(1)} MB`;
 const line = (label, xs) =>
   console.log(`  ${label.padEnd(32)} p50 ${median(xs).toFixed(1)} ms, p95 ${percentile(xs, 95).toFixed(1)} ms (${xs.length} queries)`);
-const visit = async () => {
-  const context = await browser.newContext(); // empty HTTP cache: a cold visitor
-  const page = await context.newPage();
-  page.setDefaultTimeout(TIMEOUT);
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  server.reset();
-  await page.goto(`${server.url}/bench/docloupe.html`);
-  await page.waitForFunction(() => typeof window.benchSearch === 'function');
-  const call = (fn, a, what) => withTimeout(page.evaluate(([f, x]) => window[f](x), [fn, a]), TIMEOUT, what);
-  return { context, call, errors };
-};
+const visit = () => visitBenchPage(browser, server, TIMEOUT);
 const errors = [];
 try {
   console.log(`browser (headless Chromium, Web Worker) over ${splitDir}`);

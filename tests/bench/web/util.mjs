@@ -13,6 +13,24 @@ export async function withTimeout(promise, ms, what) {
   }
 }
 
+/**
+ * A cold visitor (a fresh context: empty HTTP cache) on pages/docloupe.html from `server`,
+ * whose counters start over. Resolves to {context, call(fn, arg, what), errors}: `call` runs
+ * the page's `window[fn](arg)` within `timeoutMs`; `errors` collects the page's uncaught ones.
+ */
+export async function visitBenchPage(browser, server, timeoutMs) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  page.setDefaultTimeout(timeoutMs);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  server.reset();
+  await page.goto(`${server.url}/bench/docloupe.html`);
+  await page.waitForFunction(() => typeof window.benchSearch === 'function');
+  const call = (fn, arg, what) => withTimeout(page.evaluate(([f, a]) => window[f](a), [fn, arg]), timeoutMs, what);
+  return { context, call, errors };
+}
+
 const ascending = (values) => [...values].sort((a, b) => a - b);
 
 export function median(values) {
