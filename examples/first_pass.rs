@@ -20,7 +20,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use docloupe::index::vector::{shortlist, Coded, QVec, VectorIndex};
+use docloupe::index::vector::{shortlist, Coded, QVec, VectorIndex, Vectors};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -48,7 +48,7 @@ fn main() {
     let files = docloupe::ModelFiles::from_dir(&docloupe::embed::model_dir_for(&info)).unwrap();
     let embedder = docloupe::Embedder::new(&files).unwrap();
     let index = bundle.vectors.expect("vectors");
-    let mut vectors: Vec<QVec> = index.vectors().cloned().collect();
+    let mut vectors: Vec<QVec> = index.vectors().collect();
     vectors.sort_by_key(|v| v.chunk);
     let replicate: u32 = std::env::var("REPLICATE").map_or(1, |s| s.parse().unwrap());
     if replicate > 1 {
@@ -100,7 +100,7 @@ fn main() {
         .collect();
 
     let t = Instant::now();
-    let coded = Coded::build(vectors.clone());
+    let coded = Coded::build(Vectors::from_qvecs(vectors.clone()).expect("one length"));
     let code_ms = t.elapsed().as_secs_f64() * 1e3;
     let with_hnsw = std::env::var("HNSW").map_or(true, |v| v != "0");
     let hnsw = match index {
@@ -117,7 +117,7 @@ fn main() {
             Some(h)
         }
     };
-    let flat = VectorIndex::Flat(vectors);
+    let flat = VectorIndex::Flat(Vectors::from_qvecs(vectors).expect("one length"));
     println!(
         "{n} vectors: codes {} bytes ({:.0} ms to compute), int8 vectors {} bytes",
         coded.codes.len(),

@@ -793,7 +793,7 @@ fn identical_sections_are_embedded_once_and_share_their_vector() {
         (d.first_chunk..d.first_chunk + d.chunk_count).collect()
     };
     let vectors = b.vectors.as_ref().expect("an embedding build has vectors");
-    let by_chunk: HashMap<u32, &docloupe::index::vector::QVec> =
+    let by_chunk: HashMap<u32, docloupe::index::vector::QVec> =
         vectors.vectors().map(|q| (q.chunk, q)).collect();
     for (a, c) in chunks_of("5.1/archive.md")
         .into_iter()
@@ -816,9 +816,9 @@ fn identical_sections_are_embedded_once_and_share_their_vector() {
     build(&alone, &one, &["--model", model.to_str().unwrap()]).unwrap();
     let e1 = engine(&one);
     let b1 = e1.bundle().unwrap();
-    let solo: Vec<_> = b1.vectors.as_ref().unwrap().vectors().cloned().collect();
+    let solo: Vec<_> = b1.vectors.as_ref().unwrap().vectors().collect();
     for q in &solo {
-        let shared = by_chunk[&(chunks_of("5.1/archive.md")[0] + q.chunk)];
+        let shared = &by_chunk[&(chunks_of("5.1/archive.md")[0] + q.chunk)];
         assert_eq!((&shared.data, shared.scale), (&q.data, q.scale));
     }
 }

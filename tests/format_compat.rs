@@ -280,9 +280,8 @@ fn a_frozen_v7_bundle_holds_the_v6_texts_deflated() {
 fn a_frozen_v6_bundle_holds_the_v5_vectors_in_4_bits() {
     use docloupe::index::vector::QVec;
     let (v5, v6) = (bundle::decode(V5).unwrap(), bundle::decode(V6).unwrap());
-    let vectors = |b: &bundle::Bundle| -> Vec<QVec> {
-        b.vectors.as_ref().unwrap().vectors().cloned().collect()
-    };
+    let vectors =
+        |b: &bundle::Bundle| -> Vec<QVec> { b.vectors.as_ref().unwrap().vectors().collect() };
     let four: Vec<QVec> = vectors(&v5).iter().map(QVec::to_4bit).collect();
     assert_eq!(vectors(&v6), four);
     assert!(vectors(&v6).iter().all(QVec::is_4bit));
@@ -319,7 +318,7 @@ fn an_incremental_build_over_a_v5_bundle_converts_its_vectors_without_embedding(
     let (built, v6) = (bundle::decode(&bytes).unwrap(), bundle::decode(V6).unwrap());
     assert_eq!(bytes[8..12], FORMAT_VERSION.to_le_bytes());
     let vectors =
-        |b: &bundle::Bundle| -> Vec<_> { b.vectors.as_ref().unwrap().vectors().cloned().collect() };
+        |b: &bundle::Bundle| -> Vec<_> { b.vectors.as_ref().unwrap().vectors().collect() };
     assert_eq!(vectors(&built), vectors(&v6));
     // And the whole file is what a clean build of the current format writes.
     assert_eq!(bytes, V8);

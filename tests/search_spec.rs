@@ -271,10 +271,9 @@ fn e5_engine() -> Engine {
 /// (`embed::four_bit_vectors`: E5's passages differ by less than the 4-bit rounding).
 #[test]
 fn minilm_vectors_are_written_in_4_bits_and_e5_vectors_in_8() {
-    use docloupe::index::vector::QVec;
     let bits = |b: &docloupe::bundle::Bundle| -> Vec<bool> {
         let v = b.vectors.as_ref().unwrap();
-        v.vectors().map(QVec::is_4bit).collect()
+        v.vectors().map(|q| q.is_4bit()).collect()
     };
     let minilm = bits(&docloupe::bundle::decode(common::fixture_bundle()).unwrap());
     assert!(!minilm.is_empty() && minilm.iter().all(|&b| b));

@@ -518,7 +518,7 @@ fn previous_bundle(
             sha256_hex(input.as_bytes()),
             Embedding::Quantized {
                 scale: q.scale,
-                data: q.data.clone(),
+                data: q.data,
             },
         );
     }

@@ -155,7 +155,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
     let mut documents = Vec::with_capacity(docs.len());
     let mut chunks = Vec::new();
     let mut texts = Vec::new();
-    let mut vectors = Vec::new();
+    let mut vectors = vector::Vectors::new(opts.model.as_ref().map_or(0, |m| m.dims as usize));
     for (d, doc) in docs.into_iter().enumerate() {
         let title_terms = analyzer.terms(&doc.title);
         let description_terms = doc
@@ -189,7 +189,10 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
                 (Some(m), Some(v)) if v.dims() == m.dims as usize => {
                     let v = v.into_qvec(id);
                     let four = !opts.int8_vectors && crate::embed::four_bit_vectors(&m.id);
-                    vectors.push(if four { v.to_4bit() } else { v })
+                    let v = if four { v.to_4bit() } else { v };
+                    vectors
+                        .push(v.chunk, v.scale, &v.data)
+                        .map_err(Error::Encode)?;
                 }
                 (Some(m), Some(v)) => {
                     return Err(Error::Encode(format!(

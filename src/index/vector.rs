@@ -98,6 +98,177 @@ impl QVec {
     }
 }
 
+/// Vectors held flat, in chunk order as the builder writes them: a chunk id and a scale each,
+/// and their values side by side, two a byte while every value fits the 4-bit form (−8..=7,
+/// stored as `q + 8`, dimension `2i` in the low nibble of byte `i`) and one a byte (int8)
+/// otherwise. A 384-dim 4-bit vector takes 200 bytes, where a [`QVec`] with its own allocation
+/// took about 430: over the 2.24M chunks of ARCHITECTURE.md's 100K-document collection, 0.5
+/// GB less for the builder and the engine, and no allocation per vector when a bundle loads.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Vectors {
+    dims: usize,
+    /// 4 or 8 (4 also when empty).
+    bits: u8,
+    chunks: Vec<u32>,
+    scales: Vec<f32>,
+    /// `len × row_bytes` bytes.
+    values: Vec<u8>,
+}
+
+impl Vectors {
+    /// An empty set of `dims`-dimension vectors.
+    pub fn new(dims: usize) -> Vectors {
+        Vectors {
+            dims,
+            bits: 4,
+            ..Vectors::default()
+        }
+    }
+
+    /// The vectors of `qvecs`, in their order; `Err` when they differ in length.
+    pub fn from_qvecs(qvecs: Vec<QVec>) -> std::result::Result<Vectors, String> {
+        let mut out = Vectors::new(qvecs.first().map_or(0, |v| v.data.len()));
+        out.reserve(qvecs.len());
+        for v in qvecs {
+            out.push(v.chunk, v.scale, &v.data)?;
+        }
+        Ok(out)
+    }
+
+    fn reserve(&mut self, n: usize) {
+        self.chunks.reserve_exact(n);
+        self.scales.reserve_exact(n);
+        self.values
+            .reserve_exact(n.saturating_mul(self.row_bytes()));
+    }
+
+    /// Appends a vector (`value[i] ≈ data[i] · scale`). The first value that does not fit 4
+    /// bits turns the whole set to int8, so the form is a function of the values alone.
+    pub fn push(&mut self, chunk: u32, scale: f32, data: &[i8]) -> std::result::Result<(), String> {
+        if data.len() != self.dims {
+            return Err(format!(
+                "the vector of chunk {chunk} has {} dims, the others {}",
+                data.len(),
+                self.dims
+            ));
+        }
+        if self.bits == 4 && !data.iter().all(|d| (-8..=7).contains(d)) {
+            self.widen();
+        }
+        self.chunks.push(chunk);
+        self.scales.push(scale);
+        if self.bits == 4 {
+            let level = |d: i8| (d + 8) as u8;
+            self.values.extend(
+                data.chunks(2)
+                    .map(|p| level(p[0]) | p.get(1).map_or(0, |&d| level(d)) << 4),
+            );
+        } else {
+            self.values.extend(data.iter().map(|&d| d as u8));
+        }
+        Ok(())
+    }
+
+    /// From 4 bits a value to 8.
+    fn widen(&mut self) {
+        let rows: Vec<u8> = (0..self.len())
+            .flat_map(|i| self.values(i))
+            .map(|d| d as u8)
+            .collect();
+        self.bits = 8;
+        self.values = rows;
+    }
+
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Bits a value: 4 or 8.
+    pub fn bits(&self) -> u8 {
+        self.bits
+    }
+
+    /// Each vector's chunk, in storage order.
+    pub fn chunks(&self) -> &[u32] {
+        &self.chunks
+    }
+
+    /// Bytes of one vector's values.
+    fn row_bytes(&self) -> usize {
+        if self.bits == 4 {
+            self.dims.div_ceil(2)
+        } else {
+            self.dims
+        }
+    }
+
+    fn row(&self, i: usize) -> &[u8] {
+        let per = self.row_bytes();
+        &self.values[i * per..(i + 1) * per]
+    }
+
+    /// The int8 values of vector `i`.
+    pub fn values(&self, i: usize) -> impl Iterator<Item = i8> + '_ {
+        let (row, four) = (self.row(i), self.bits == 4);
+        (0..self.dims).map(move |d| {
+            if four {
+                (row[d / 2] >> (4 * (d % 2)) & 0x0f) as i8 - 8
+            } else {
+                row[d] as i8
+            }
+        })
+    }
+
+    /// Vector `i` as a [`QVec`].
+    pub fn get(&self, i: usize) -> QVec {
+        QVec {
+            chunk: self.chunks[i],
+            scale: self.scales[i],
+            data: self.values(i).collect(),
+        }
+    }
+
+    /// Every vector as a [`QVec`], in storage order.
+    pub fn iter(&self) -> impl Iterator<Item = QVec> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// [`QVec::dot_f32`] of vector `i`: the same products summed in the same order.
+    pub fn dot_f32(&self, i: usize, q: &[f32]) -> f32 {
+        self.values(i)
+            .zip(q)
+            .map(|(a, &b)| a as f32 * b)
+            .sum::<f32>()
+            * self.scales[i]
+    }
+
+    /// Vector `i`'s dequantized values, as the codes' sums read them, into `out`.
+    fn dequantize_into(&self, i: usize, out: &mut [f64]) {
+        let scale = self.scales[i] as f64;
+        let row = self.row(i);
+        if self.bits == 4 {
+            for (pair, &b) in out.chunks_mut(2).zip(row) {
+                pair[0] = ((b & 0x0f) as i8 - 8) as f64 * scale;
+                if let Some(hi) = pair.get_mut(1) {
+                    *hi = ((b >> 4) as i8 - 8) as f64 * scale;
+                }
+            }
+        } else {
+            for (o, &b) in out.iter_mut().zip(row) {
+                *o = (b as i8) as f64 * scale;
+            }
+        }
+    }
+}
+
 impl Point for QVec {
     fn distance(&self, other: &Self) -> f32 {
         1.0 - self.dot_i8(other)
@@ -108,7 +279,7 @@ impl Point for QVec {
 /// ([`QVec::to_4bit`], format 6) are packed two values a byte.
 pub enum VectorIndex {
     /// Sorted by chunk id; scanned exactly.
-    Flat(Vec<QVec>),
+    Flat(Vectors),
     /// Points in graph order; each names its chunk. Read from formats 1–3, no longer built.
     Hnsw(Hnsw<QVec>),
     /// Compact first-pass codes and the int8 vectors they shortlist for (format 4).
@@ -125,7 +296,7 @@ pub enum VectorIndex {
 enum Wire {
     Flat(Vec<QVec>),
     Hnsw(Hnsw<QVec>),
-    Coded(Coded),
+    Coded(LegacyCoded),
     Flat4(Packed4),
     Coded4(Coded4),
     FlatRows(Rows),
@@ -192,40 +363,26 @@ pub const ROWS_PER_BLOCK: usize = 65_536;
 const MAX_DIMS: u32 = 1 << 14;
 
 impl Rows {
-    /// `None` unless the vectors are sorted by chunk and share one length.
-    fn pack(vectors: &[QVec]) -> Option<Rows> {
-        let dims = vectors.first().map_or(0, |v| v.data.len());
-        if dims as u64 > MAX_DIMS as u64
-            || !vectors.iter().all(|v| v.data.len() == dims)
-            || !vectors.windows(2).all(|w| w[0].chunk < w[1].chunk)
-        {
+    /// `None` unless the vectors are sorted by chunk (and of at most [`MAX_DIMS`]).
+    fn pack(vectors: &Vectors) -> Option<Rows> {
+        let dims = vectors.dims();
+        if dims as u64 > MAX_DIMS as u64 || !vectors.chunks.windows(2).all(|w| w[0] < w[1]) {
             return None;
         }
-        let bits = if vectors.iter().all(QVec::is_4bit) {
-            4
-        } else {
-            8
-        };
+        let bits = vectors.bits();
         let width = row_width(bits, dims);
         let mut prev = 0;
-        let blocks: Vec<(usize, Vec<u8>)> = vectors
+        let blocks: Vec<(usize, Vec<u8>)> = (0..vectors.len())
+            .collect::<Vec<_>>()
             .chunks(ROWS_PER_BLOCK)
             .map(|block| {
                 let mut rows = Vec::with_capacity(block.len() * width);
-                for v in block {
-                    rows.extend_from_slice(&v.chunk.wrapping_sub(prev).to_le_bytes());
-                    prev = v.chunk;
-                    rows.extend_from_slice(&v.scale.to_le_bytes());
-                    if bits == 4 {
-                        let level = |d: i8| (d + 8) as u8;
-                        rows.extend(
-                            v.data
-                                .chunks(2)
-                                .map(|p| level(p[0]) | p.get(1).map_or(0, |&d| level(d)) << 4),
-                        );
-                    } else {
-                        rows.extend(v.data.iter().map(|&d| d as u8));
-                    }
+                for &i in block {
+                    let chunk = vectors.chunks[i];
+                    rows.extend_from_slice(&chunk.wrapping_sub(prev).to_le_bytes());
+                    prev = chunk;
+                    rows.extend_from_slice(&vectors.scales[i].to_le_bytes());
+                    rows.extend_from_slice(vectors.row(i));
                 }
                 (block.len(), transpose(&rows, block.len(), width))
             })
@@ -248,7 +405,9 @@ impl Rows {
         })
     }
 
-    fn unpack(self) -> std::result::Result<Vec<QVec>, String> {
+    /// The vectors, read straight into one flat [`Vectors`] (its buffers sized once, each
+    /// block filling its own part; on every core natively).
+    fn unpack(self) -> std::result::Result<Vectors, String> {
         if !(self.bits == 4 || self.bits == 8) || self.dims > MAX_DIMS {
             return Err(format!(
                 "vector rows of {} bits and {} dims",
@@ -257,78 +416,141 @@ impl Rows {
         }
         let (bits, dims) = (self.bits, self.dims as usize);
         let width = row_width(bits, dims);
-        // Each block's vectors with their chunks counted from 0 (blocks are read on every
-        // core natively), then moved past the previous block's last chunk.
-        let read = |(k, block): (usize, &RowBlock)| -> std::result::Result<Vec<QVec>, String> {
+        let per = width - 8;
+        // Every block's rows must fit what its bytes can inflate to before anything is sized.
+        for (k, block) in self.blocks.iter().enumerate() {
+            let n = block.rows as u64;
+            if n == 0 || !crate::bundle::deflated::within_ratio(n * width as u64, &block.deflated) {
+                return Err(format!("vector block {k} does not inflate to its {n} rows"));
+            }
+        }
+        let total: usize = self.blocks.iter().map(|b| b.rows as usize).sum();
+        let mut out = Vectors {
+            dims,
+            bits,
+            chunks: vec![0; total],
+            scales: vec![0.0; total],
+            values: vec![0; total * per],
+        };
+        // Each block's parts of the three buffers.
+        let mut parts = Vec::with_capacity(self.blocks.len());
+        let (mut chunks, mut scales, mut values) = (
+            &mut out.chunks[..],
+            &mut out.scales[..],
+            &mut out.values[..],
+        );
+        for block in &self.blocks {
             let n = block.rows as usize;
-            let columns = n
-                .checked_mul(width)
-                .filter(|_| n > 0)
-                .and_then(|len| crate::bundle::deflated::inflate(&block.deflated, len))
+            let (c, rest_c) = std::mem::take(&mut chunks).split_at_mut(n);
+            let (s, rest_s) = std::mem::take(&mut scales).split_at_mut(n);
+            let (v, rest_v) = std::mem::take(&mut values).split_at_mut(n * per);
+            (chunks, scales, values) = (rest_c, rest_s, rest_v);
+            parts.push((block, c, s, v));
+        }
+        // A block's chunks are counted from 0 here, and moved past the previous block's last
+        // chunk below.
+        let read = |(k, (block, chunks, scales, values)): (usize, BlockPart)| {
+            let n = block.rows as usize;
+            let columns = crate::bundle::deflated::inflate(&block.deflated, n * width)
                 .ok_or_else(|| format!("vector block {k} does not inflate to its {n} rows"))?;
-            let rows = transpose(&columns, width, n);
-            drop(columns);
+            let byte = |c: usize, r: usize| columns[c * n + r];
             let mut chunk = 0u32;
-            let mut out = Vec::with_capacity(n);
-            for row in rows.chunks_exact(width) {
-                let word = |at: usize| [row[at], row[at + 1], row[at + 2], row[at + 3]];
+            for r in 0..n {
+                let word = |at: usize| {
+                    [
+                        byte(at, r),
+                        byte(at + 1, r),
+                        byte(at + 2, r),
+                        byte(at + 3, r),
+                    ]
+                };
                 chunk = chunk
                     .checked_add(u32::from_le_bytes(word(0)))
                     .ok_or("a vector's chunk is past the last chunk")?;
-                let scale = f32::from_le_bytes(word(4));
-                let data = if bits == 4 {
-                    let level = |nibble: u8| nibble as i8 - 8;
-                    row[8..]
-                        .iter()
-                        .flat_map(|&b| [level(b & 0x0f), level(b >> 4)])
-                        .take(dims)
-                        .collect()
-                } else {
-                    row[8..].iter().map(|&b| b as i8).collect()
-                };
-                out.push(QVec { chunk, scale, data });
+                chunks[r] = chunk;
+                scales[r] = f32::from_le_bytes(word(4));
             }
-            Ok(out)
+            transpose_into(&columns[8 * n..], per, n, values);
+            Ok::<(), String>(())
         };
         #[cfg(not(target_arch = "wasm32"))]
-        let blocks: Vec<_> = {
+        let done: Vec<_> = {
             use rayon::prelude::*;
-            self.blocks.par_iter().enumerate().map(read).collect()
+            parts.into_par_iter().enumerate().map(read).collect()
         };
         #[cfg(target_arch = "wasm32")]
-        let blocks: Vec<_> = self.blocks.iter().enumerate().map(read).collect();
-        let mut out =
-            Vec::with_capacity(blocks.iter().map(|b| b.as_ref().map_or(0, Vec::len)).sum());
+        let done: Vec<_> = parts.into_iter().enumerate().map(read).collect();
+        done.into_iter()
+            .collect::<std::result::Result<(), String>>()?;
         let mut last = 0u32;
-        for block in blocks {
-            let mut block = block?;
-            for v in &mut block {
-                v.chunk = last
-                    .checked_add(v.chunk)
+        let mut at = 0;
+        for block in &self.blocks {
+            let n = block.rows as usize;
+            for c in &mut out.chunks[at..at + n] {
+                *c = last
+                    .checked_add(*c)
                     .ok_or("a vector's chunk is past the last chunk")?;
             }
-            last = block.last().map_or(last, |v| v.chunk);
-            out.append(&mut block);
+            last = out.chunks[at + n - 1];
+            at += n;
         }
         Ok(out)
     }
 }
 
+/// A block of rows and its parts of the chunks, scales and values it unpacks into.
+type BlockPart<'a> = (&'a RowBlock, &'a mut [u32], &'a mut [f32], &'a mut [u8]);
+
 /// `src` read as `rows × cols` bytes row by row, written column by column (the inverse is
-/// `transpose(out, cols, rows)`), in tiles that stay in cache.
+/// `transpose(out, cols, rows)`).
 fn transpose(src: &[u8], rows: usize, cols: usize) -> Vec<u8> {
-    const TILE: usize = 64;
     let mut out = vec![0u8; src.len()];
-    for r0 in (0..rows).step_by(TILE) {
-        for c0 in (0..cols).step_by(TILE) {
-            for r in r0..(r0 + TILE).min(rows) {
-                for c in c0..(c0 + TILE).min(cols) {
-                    out[c * rows + r] = src[r * cols + c];
-                }
+    transpose_into(src, rows, cols, &mut out);
+    out
+}
+
+/// [`transpose`] into `out` (`rows × cols` bytes): eight by eight bytes in registers, eight
+/// whole rows of `out` at a time (the eight-byte reads of each row of `src` stay in cache
+/// between them); the edges past a multiple of eight byte by byte.
+fn transpose_into(src: &[u8], rows: usize, cols: usize, out: &mut [u8]) {
+    let (rows8, cols8) = (rows / 8 * 8, cols / 8 * 8);
+    for c in (0..cols8).step_by(8) {
+        for r in (0..rows8).step_by(8) {
+            let mut x = [0u64; 8];
+            for (i, x) in x.iter_mut().enumerate() {
+                let at = (r + i) * cols + c;
+                *x = u64::from_le_bytes(src[at..at + 8].try_into().expect("eight bytes"));
+            }
+            for (j, x) in transpose8(x).into_iter().enumerate() {
+                let at = (c + j) * rows + r;
+                out[at..at + 8].copy_from_slice(&x.to_le_bytes());
             }
         }
     }
-    out
+    let mut one = |r: usize, c: usize| out[c * rows + r] = src[r * cols + c];
+    for r in rows8..rows {
+        (0..cols).for_each(|c| one(r, c));
+    }
+    for c in cols8..cols {
+        (0..rows8).for_each(|r| one(r, c));
+    }
+}
+
+/// The 8 × 8 bytes `x` (byte `j` of `x[i]` is element (i, j)) transposed: swaps of 4 × 4,
+/// then 2 × 2, then 1 × 1 blocks.
+fn transpose8(mut x: [u64; 8]) -> [u64; 8] {
+    for (half, mask) in [
+        (4, 0x0000_0000_ffff_ffffu64),
+        (2, 0x0000_ffff_0000_ffff),
+        (1, 0x00ff_00ff_00ff_00ff),
+    ] {
+        for i in (0..8).filter(|i| i & half == 0) {
+            let t = ((x[i] >> (8 * half)) ^ x[i + half]) & mask;
+            x[i] ^= t << (8 * half);
+            x[i + half] ^= t;
+        }
+    }
+    x
 }
 
 /// Bytes of one row of [`Rows`].
@@ -347,6 +569,15 @@ struct Packed4 {
     /// `⌈dims / 2⌉` bytes a vector; dimension `2i` in the low nibble of byte `i`, `2i + 1` in
     /// the high one, each as `q + 8` (0..=15) for the value `q · scale`.
     nibbles: Vec<u8>,
+}
+
+/// [`Coded`] as format 4 wrote it: its int8 vectors one by one.
+#[derive(Serialize, Deserialize)]
+struct LegacyCoded {
+    low: Vec<f32>,
+    high: Vec<f32>,
+    codes: Vec<u8>,
+    vectors: Vec<QVec>,
 }
 
 #[derive(Deserialize)]
@@ -389,7 +620,7 @@ impl Packed4 {
         })
     }
 
-    fn unpack(self) -> std::result::Result<Vec<QVec>, String> {
+    fn unpack(self) -> std::result::Result<Vectors, String> {
         let dims = self.dims as usize;
         let per = dims.div_ceil(2);
         let n = self.chunk_steps.len();
@@ -401,20 +632,22 @@ impl Packed4 {
                 self.nibbles.len()
             ));
         }
-        let value = |nibble: u8| nibble as i8 - 8;
         let mut chunk = 0u32;
-        let mut out = Vec::with_capacity(n);
-        for (i, (&step, &scale)) in self.chunk_steps.iter().zip(&self.scales).enumerate() {
+        let mut chunks = Vec::with_capacity(n);
+        for &step in &self.chunk_steps {
             chunk = chunk
                 .checked_add(step)
                 .ok_or("a 4-bit vector's chunk is past the last chunk")?;
-            let bytes = &self.nibbles[i * per..(i + 1) * per];
-            let data = (0..dims)
-                .map(|d| value(bytes[d / 2] >> (4 * (d % 2)) & 0x0f))
-                .collect();
-            out.push(QVec { chunk, scale, data });
+            chunks.push(chunk);
         }
-        Ok(out)
+        // The nibbles are laid out as `Vectors` holds them.
+        Ok(Vectors {
+            dims,
+            bits: 4,
+            chunks,
+            scales: self.scales,
+            values: self.nibbles,
+        })
     }
 }
 
@@ -423,11 +656,13 @@ impl Packed4 {
 impl Serialize for VectorIndex {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         // The variant indexes are those of `Wire`.
-        let rows = |v: &[QVec]| Rows::pack(v).filter(|_| !v.is_empty());
+        let rows = |v: &Vectors| Rows::pack(v).filter(|_| !v.is_empty());
         match self {
             VectorIndex::Flat(v) => match rows(v) {
                 Some(r) => s.serialize_newtype_variant("Wire", 5, "FlatRows", &r),
-                None => s.serialize_newtype_variant("Wire", 0, "Flat", v),
+                None => {
+                    s.serialize_newtype_variant("Wire", 0, "Flat", &v.iter().collect::<Vec<_>>())
+                }
             },
             VectorIndex::Hnsw(h) => s.serialize_newtype_variant("Wire", 1, "Hnsw", h),
             VectorIndex::Coded(c) => match rows(&c.vectors) {
@@ -440,7 +675,15 @@ impl Serialize for VectorIndex {
                     };
                     s.serialize_newtype_variant("Wire", 6, "CodedRows", &coded)
                 }
-                None => s.serialize_newtype_variant("Wire", 2, "Coded", c),
+                None => {
+                    let legacy = LegacyCoded {
+                        low: c.low.clone(),
+                        high: c.high.clone(),
+                        codes: c.codes.clone(),
+                        vectors: c.vectors.iter().collect(),
+                    };
+                    s.serialize_newtype_variant("Wire", 2, "Coded", &legacy)
+                }
             },
         }
     }
@@ -462,9 +705,14 @@ pub fn decode(bytes: &[u8]) -> Result<VectorIndex> {
 
 fn from_wire(wire: Wire) -> std::result::Result<VectorIndex, String> {
     Ok(match wire {
-        Wire::Flat(v) => VectorIndex::Flat(v),
+        Wire::Flat(v) => VectorIndex::Flat(Vectors::from_qvecs(v)?),
         Wire::Hnsw(h) => VectorIndex::Hnsw(h),
-        Wire::Coded(c) => VectorIndex::Coded(c),
+        Wire::Coded(c) => VectorIndex::Coded(Coded {
+            low: c.low,
+            high: c.high,
+            codes: c.codes,
+            vectors: Vectors::from_qvecs(c.vectors)?,
+        }),
         Wire::Flat4(p) => VectorIndex::Flat(p.unpack()?),
         Wire::Coded4(c) => VectorIndex::Coded(Coded {
             low: c.low,
@@ -475,7 +723,7 @@ fn from_wire(wire: Wire) -> std::result::Result<VectorIndex, String> {
         Wire::FlatRows(r) => VectorIndex::Flat(r.unpack()?),
         Wire::CodedRows(c) => {
             let vectors = c.rows.unpack()?;
-            let dims = vectors.first().map_or(0, |v| v.data.len());
+            let dims = vectors.dims();
             if [c.mean.len(), c.low.len(), c.high.len()] != [dims; 3] {
                 return Err(format!(
                     "coded vectors of {dims} dims with {} means and {} / {} levels",
@@ -503,7 +751,7 @@ const SHORTLIST_MIN: usize = 1600;
 /// the collection's mean there; the first pass reads a set bit as `high[d]` and a clear one as
 /// `low[d]`, the collection's mean value of that dimension on each side of its mean (the best
 /// one-bit reconstruction of the dimension, which keeps how much each one varies).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Coded {
     /// Per dimension, the mean of the values at or below the collection's mean.
     pub low: Vec<f32>,
@@ -512,7 +760,7 @@ pub struct Coded {
     /// `vectors.len() × code_bytes(dims)` bytes, code `i` for `vectors[i]`.
     pub codes: Vec<u8>,
     /// Sorted by chunk id.
-    pub vectors: Vec<QVec>,
+    pub vectors: Vectors,
 }
 
 /// Bytes of one code for `dims` dimensions.
@@ -520,19 +768,16 @@ pub fn code_bytes(dims: usize) -> usize {
     dims.div_ceil(8)
 }
 
-/// Dimension `d` of `v` dequantized, as the codes' sums read it.
-fn value(v: &QVec, d: usize) -> f64 {
-    v.data.get(d).map_or(0.0, |&x| x as f64) * v.scale as f64
-}
-
 /// The collection's mean of each dimension: sums in chunk order, in f64, so a build is
 /// reproducible and a reader computes the same codes.
-fn means(vectors: &[QVec]) -> Vec<f64> {
-    let dims = vectors.first().map_or(0, |v| v.data.len());
+fn means(vectors: &Vectors) -> Vec<f64> {
+    let dims = vectors.dims();
     let mut sum = vec![0f64; dims];
-    for v in vectors {
-        for (d, s) in sum.iter_mut().enumerate() {
-            *s += value(v, d);
+    let mut values = vec![0f64; dims];
+    for i in 0..vectors.len() {
+        vectors.dequantize_into(i, &mut values);
+        for (s, x) in sum.iter_mut().zip(&values) {
+            *s += x;
         }
     }
     let n = vectors.len().max(1) as f64;
@@ -541,61 +786,88 @@ fn means(vectors: &[QVec]) -> Vec<f64> {
 
 /// Each vector's code: bit `d` set where dimension `d` lies above `mean[d]` (on every core
 /// natively; each code depends on its vector alone).
-fn codes_for(vectors: &[QVec], mean: &[f64]) -> Vec<u8> {
+fn codes_for(vectors: &Vectors, mean: &[f64]) -> Vec<u8> {
     let cb = code_bytes(mean.len());
     let mut codes = vec![0u8; vectors.len() * cb];
-    // `value(v, d) > m`, eight dimensions a byte (the same products: an i8 times an f32 is
-    // exact in f64).
-    let code = |(v, code): (&QVec, &mut [u8])| {
-        let scale = v.scale as f64;
-        for (byte, (values, means)) in code.iter_mut().zip(v.data.chunks(8).zip(mean.chunks(8))) {
+    if cb == 0 {
+        return codes;
+    }
+    // `value > m`, eight dimensions a byte (the same products: an i8 times an f32 is exact
+    // in f64). At 4 bits a vector has 16 values, so those are computed once.
+    let code = |values: &mut Vec<f64>, (i, code): (usize, &mut [u8])| {
+        if vectors.bits == 4 {
+            let scale = vectors.scales[i] as f64;
+            let level: [f64; 16] = std::array::from_fn(|k| (k as i8 - 8) as f64 * scale);
+            // Four bytes of values (eight dimensions) make a byte of code.
+            for (byte, (values, means)) in code
+                .iter_mut()
+                .zip(vectors.row(i).chunks(4).zip(mean.chunks(8)))
+            {
+                let mut b = 0u8;
+                for (k, (&v, m)) in values.iter().zip(means.chunks(2)).enumerate() {
+                    b |= ((level[(v & 0x0f) as usize] > m[0]) as u8) << (2 * k);
+                    if let Some(&m) = m.get(1) {
+                        b |= ((level[(v >> 4) as usize] > m) as u8) << (2 * k + 1);
+                    }
+                }
+                *byte = b;
+            }
+            return;
+        }
+        vectors.dequantize_into(i, values);
+        for (byte, (values, means)) in code.iter_mut().zip(values.chunks(8).zip(mean.chunks(8))) {
             *byte = values
                 .iter()
                 .zip(means)
                 .enumerate()
-                .fold(0u8, |b, (i, (&x, &m))| {
-                    b | ((x as f64 * scale > m) as u8) << i
-                });
+                .fold(0u8, |b, (k, (&x, &m))| b | ((x > m) as u8) << k);
         }
     };
-    if cb == 0 {
-        return codes;
-    }
+    let buffer = || vec![0f64; vectors.dims()];
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;
-        vectors
-            .par_iter()
-            .zip(codes.par_chunks_exact_mut(cb))
+        codes
+            .par_chunks_exact_mut(cb)
+            .enumerate()
             .with_min_len(1024)
-            .for_each(code);
+            .for_each_init(buffer, code);
     }
     #[cfg(target_arch = "wasm32")]
-    vectors
-        .iter()
-        .zip(codes.chunks_exact_mut(cb))
-        .for_each(code);
+    {
+        let mut values = buffer();
+        codes
+            .chunks_exact_mut(cb)
+            .enumerate()
+            .for_each(|c| code(&mut values, c));
+    }
     codes
 }
 
 impl Coded {
-    /// `vectors` must be sorted by chunk id and share one dimension. Every sum runs over the
-    /// dequantized int8 values in chunk order, in f64, so a build is reproducible and an
-    /// incremental build (same int8 vectors) writes the same codes.
-    pub fn build(vectors: Vec<QVec>) -> Coded {
-        let dims = vectors.first().map_or(0, |v| v.data.len());
+    /// `vectors` must be sorted by chunk id. Every sum runs over the dequantized int8 values
+    /// in chunk order, in f64, so a build is reproducible and an incremental build (same int8
+    /// vectors) writes the same codes.
+    pub fn build(vectors: Vectors) -> Coded {
+        let dims = vectors.dims();
         let mean = means(&vectors);
         let codes = codes_for(&vectors, &mean);
         let cb = code_bytes(dims);
         let (mut above, mut below) = (vec![(0f64, 0u32); dims], vec![(0f64, 0u32); dims]);
-        for (v, code) in vectors.iter().zip(codes.chunks_exact(cb.max(1))) {
-            for d in 0..dims {
+        let mut values = vec![0f64; dims];
+        for (i, code) in codes
+            .chunks_exact(cb.max(1))
+            .enumerate()
+            .take(vectors.len())
+        {
+            vectors.dequantize_into(i, &mut values);
+            for (d, &x) in values.iter().enumerate() {
                 let side = if code[d / 8] >> (d % 8) & 1 == 1 {
                     &mut above[d]
                 } else {
                     &mut below[d]
                 };
-                side.0 += value(v, d);
+                side.0 += x;
                 side.1 += 1;
             }
         }
@@ -624,7 +896,7 @@ impl Coded {
     /// of them: the per-dimension `mean` and levels (format 8 stores those and not the codes,
     /// which this computes: on en-large-cpp-docs, 5.8 MB of the bundle for tens of
     /// milliseconds a load).
-    pub fn from_levels(vectors: Vec<QVec>, mean: &[f64], low: Vec<f32>, high: Vec<f32>) -> Coded {
+    pub fn from_levels(vectors: Vectors, mean: &[f64], low: Vec<f32>, high: Vec<f32>) -> Coded {
         Coded {
             codes: codes_for(&vectors, mean),
             low,
@@ -685,7 +957,7 @@ impl Coded {
         let mut floor: Option<f32> = None;
         let mut consider = |i: usize, s: f32| {
             if floor.is_some_and(|f| s.total_cmp(&f).is_le())
-                || allow.is_some_and(|allow| !allow(self.vectors[i].chunk))
+                || allow.is_some_and(|allow| !allow(self.vectors.chunks[i]))
             {
                 return;
             }
@@ -742,8 +1014,8 @@ impl Coded {
             .first_pass(q, shortlist(k), allow)
             .into_iter()
             .map(|(i, _)| {
-                let v = &self.vectors[i as usize];
-                (v.chunk, v.dot_f32(q))
+                let i = i as usize;
+                (self.vectors.chunks[i], self.vectors.dot_f32(i, q))
             })
             .collect();
         hits.sort_by(best_first);
@@ -757,7 +1029,7 @@ impl Coded {
         let mut pass = self.first_pass(q, n, None);
         pass.sort_by(best_first);
         pass.into_iter()
-            .map(|(i, _)| self.vectors[i as usize].chunk)
+            .map(|(i, _)| self.vectors.chunks[i as usize])
             .collect()
     }
 }
@@ -781,7 +1053,7 @@ impl std::fmt::Debug for VectorIndex {
 impl VectorIndex {
     /// `vectors` must be sorted by chunk id: exact below `compact_threshold` vectors, coded
     /// from it on.
-    pub fn build(vectors: Vec<QVec>, compact_threshold: usize) -> VectorIndex {
+    pub fn build(vectors: Vectors, compact_threshold: usize) -> VectorIndex {
         if vectors.len() < compact_threshold {
             VectorIndex::Flat(vectors)
         } else {
@@ -823,20 +1095,23 @@ impl VectorIndex {
     }
 
     /// All vectors, in storage order.
-    pub fn vectors(&self) -> Box<dyn Iterator<Item = &QVec> + '_> {
+    pub fn vectors(&self) -> Box<dyn Iterator<Item = QVec> + '_> {
         match self {
-            VectorIndex::Flat(v) => Box::new(v.iter()),
-            VectorIndex::Hnsw(h) => Box::new(h.iter().map(|(_, p)| p)),
-            VectorIndex::Coded(c) => Box::new(c.vectors.iter()),
+            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => {
+                Box::new(v.iter())
+            }
+            VectorIndex::Hnsw(h) => Box::new(h.iter().map(|(_, p)| p.clone())),
         }
     }
 
-    /// The vector at storage position `i` (graph order for HNSW, chunk order otherwise).
-    pub fn point(&self, i: u32) -> &QVec {
+    /// Cosine of the unit query `q` with the vector at storage position `i` (graph order for
+    /// HNSW, chunk order otherwise).
+    pub fn dot_f32(&self, i: u32, q: &[f32]) -> f32 {
         match self {
-            VectorIndex::Flat(v) => &v[i as usize],
-            VectorIndex::Coded(c) => &c.vectors[i as usize],
-            VectorIndex::Hnsw(h) => &h[instant_distance::PointId::from(i)],
+            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => {
+                v.dot_f32(i as usize, q)
+            }
+            VectorIndex::Hnsw(h) => h[instant_distance::PointId::from(i)].dot_f32(q),
         }
     }
 
@@ -844,10 +1119,21 @@ impl VectorIndex {
     /// Built once per engine, so scoring a given chunk is one index away.
     pub fn positions(&self, n_chunks: usize) -> Vec<u32> {
         let mut pos = vec![u32::MAX; n_chunks];
-        for (i, p) in self.vectors().enumerate() {
-            if let Some(slot) = pos.get_mut(p.chunk as usize) {
+        let mut place = |i: usize, chunk: u32| {
+            if let Some(slot) = pos.get_mut(chunk as usize) {
                 *slot = i as u32;
             }
+        };
+        match self {
+            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => v
+                .chunks()
+                .iter()
+                .enumerate()
+                .for_each(|(i, &c)| place(i, c)),
+            VectorIndex::Hnsw(h) => h
+                .iter()
+                .enumerate()
+                .for_each(|(i, (_, p))| place(i, p.chunk)),
         }
         pos
     }
@@ -857,7 +1143,9 @@ impl VectorIndex {
     /// reports the same scale.
     pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(u32, f32)> {
         let mut hits: Vec<(u32, f32)> = match self {
-            VectorIndex::Flat(v) => v.iter().map(|p| (p.chunk, p.dot_f32(q))).collect(),
+            VectorIndex::Flat(v) => (0..v.len())
+                .map(|i| (v.chunks[i], v.dot_f32(i, q)))
+                .collect(),
             VectorIndex::Coded(c) => return c.nearest_where(q, k, None),
             VectorIndex::Hnsw(h) => {
                 let query = QVec::quantize(u32::MAX, q);
@@ -878,11 +1166,7 @@ impl VectorIndex {
         match self {
             VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => chunks
                 .iter()
-                .map(|c| {
-                    v.binary_search_by_key(c, |p| p.chunk)
-                        .ok()
-                        .map(|i| v[i].dot_f32(q))
-                })
+                .map(|c| v.chunks.binary_search(c).ok().map(|i| v.dot_f32(i, q)))
                 .collect(),
             VectorIndex::Hnsw(h) => {
                 // The graph stores points in its own order; one pass over them is cheaper than
@@ -903,27 +1187,35 @@ impl VectorIndex {
     /// Structural checks on decoded vectors (dims, chunk ids).
     pub fn validate(&self, n_chunks: usize, dims: usize) -> Result<()> {
         let mut seen = vec![false; n_chunks];
-        for p in self.vectors() {
-            if p.data.len() != dims || !p.scale.is_finite() {
+        let mut check = |chunk: u32, len: usize, scale: f32| {
+            if len != dims || !scale.is_finite() {
                 return Err(Error::Corrupt(format!(
-                    "vector of chunk {} has {} dims, expected {dims}",
-                    p.chunk,
-                    p.data.len()
+                    "vector of chunk {chunk} has {len} dims, expected {dims}"
                 )));
             }
-            match seen.get_mut(p.chunk as usize) {
+            match seen.get_mut(chunk as usize) {
                 Some(s) if !*s => *s = true,
                 _ => {
                     return Err(Error::Corrupt(format!(
-                        "vector names chunk {} twice or past the end",
-                        p.chunk
+                        "vector names chunk {chunk} twice or past the end"
                     )))
                 }
             }
-        }
-        if let VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) = self {
-            if !v.windows(2).all(|w| w[0].chunk < w[1].chunk) {
-                return Err(Error::Corrupt("vectors are not sorted by chunk".into()));
+            Ok(())
+        };
+        match self {
+            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => {
+                for (&chunk, &scale) in v.chunks.iter().zip(&v.scales) {
+                    check(chunk, v.dims, scale)?;
+                }
+                if !v.chunks.windows(2).all(|w| w[0] < w[1]) {
+                    return Err(Error::Corrupt("vectors are not sorted by chunk".into()));
+                }
+            }
+            VectorIndex::Hnsw(h) => {
+                for (_, p) in h.iter() {
+                    check(p.chunk, p.data.len(), p.scale)?;
+                }
             }
         }
         if let VectorIndex::Coded(c) = self {
@@ -1016,6 +1308,10 @@ pub fn validate_graph_bytes(bytes: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
 
+    fn store(vectors: Vec<QVec>) -> Vectors {
+        Vectors::from_qvecs(vectors).unwrap()
+    }
+
     /// `n` unit vectors of `dims` dimensions from a fixed linear congruential sequence, with a
     /// shared offset (real embeddings share one too: it is what the codes' mean removes).
     fn unit_vectors(n: usize, dims: usize) -> Vec<QVec> {
@@ -1044,6 +1340,61 @@ mod tests {
     }
 
     #[test]
+    fn flat_vectors_hold_the_same_values_and_score_to_the_bit() {
+        // Odd dims (a padded last nibble), 4-bit vectors, then one that needs int8.
+        let four: Vec<QVec> = unit_vectors(30, 17).iter().map(QVec::to_4bit).collect();
+        let mut v = Vectors::new(17);
+        for q in &four {
+            v.push(q.chunk, q.scale, &q.data).unwrap();
+        }
+        assert_eq!((v.bits(), v.len()), (4, 30));
+        assert_eq!(v.values.len(), 30 * 9);
+        let q = query(17, 3);
+        for (i, x) in four.iter().enumerate() {
+            assert_eq!(v.get(i), *x);
+            assert_eq!(v.dot_f32(i, &q).to_bits(), x.dot_f32(&q).to_bits());
+        }
+        let wide = unit_vectors(31, 17).pop().unwrap();
+        v.push(wide.chunk, wide.scale, &wide.data).unwrap();
+        assert_eq!((v.bits(), v.len()), (8, 31));
+        assert!(v.iter().take(30).eq(four.iter().cloned()));
+        assert_eq!(v.get(30), wide);
+        // The form is a function of the values: the same set read as int8 QVecs.
+        assert_eq!(store(v.iter().collect()), v);
+        // A vector of another length is refused, and the set is unchanged.
+        let err = v.push(99, 1.0, &[1, 2, 3]).unwrap_err();
+        assert!(err.contains("3 dims"), "{err}");
+        assert_eq!(v.len(), 31);
+        assert!(Vectors::from_qvecs(vec![four[0].clone(), unit_vectors(1, 5)[0].clone()]).is_err());
+    }
+
+    #[test]
+    fn transposing_moves_every_byte_and_comes_back() {
+        for (rows, cols) in [
+            (8, 8),
+            (16, 24),
+            (13, 21),
+            (3, 70),
+            (200, 9),
+            (1, 1),
+            (0, 5),
+        ] {
+            let src: Vec<u8> = (0..rows * cols).map(|i| (i * 7 + i / 5) as u8).collect();
+            let t = transpose(&src, rows, cols);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(
+                        t[c * rows + r],
+                        src[r * cols + c],
+                        "{rows}×{cols} at {r},{c}"
+                    );
+                }
+            }
+            assert_eq!(transpose(&t, cols, rows), src);
+        }
+    }
+
+    #[test]
     fn codes_are_the_signs_around_the_mean() {
         let vectors = vec![
             QVec {
@@ -1057,7 +1408,7 @@ mod tests {
                 data: vec![1, 1, 2, -9, 1, 1, 1, 1, 5],
             },
         ];
-        let c = Coded::build(vectors);
+        let c = Coded::build(store(vectors));
         // Means 2, 0, 1, 0, 1, 1, 1, 1, 0. Dims 0..8 in byte 0 (bit d), dim 8 in bit 0 of
         // byte 1; equal to the mean is 0, and the levels are each side's mean.
         assert_eq!(c.codes, vec![0b0000_1001, 0b0, 0b0000_0110, 0b1]);
@@ -1068,8 +1419,8 @@ mod tests {
     #[test]
     fn a_shortlist_covering_everything_is_the_exact_scan() {
         let vectors = unit_vectors(300, 40);
-        let flat = VectorIndex::Flat(vectors.clone());
-        let coded = VectorIndex::build(vectors, 1);
+        let flat = VectorIndex::Flat(store(vectors.clone()));
+        let coded = VectorIndex::build(store(vectors), 1);
         assert!(matches!(coded, VectorIndex::Coded(_)));
         for seed in 0..5 {
             let q = query(40, seed);
@@ -1091,7 +1442,7 @@ mod tests {
             })
             .collect();
         let n = vectors.len();
-        let VectorIndex::Coded(coded) = VectorIndex::build(vectors, 1) else {
+        let VectorIndex::Coded(coded) = VectorIndex::build(store(vectors), 1) else {
             unreachable!()
         };
         let odd = |c: u32| c % 2 == 1;
@@ -1117,8 +1468,8 @@ mod tests {
     #[test]
     fn the_first_pass_finds_most_true_neighbours_in_a_short_list() {
         let vectors = unit_vectors(20_000, 64);
-        let flat = VectorIndex::Flat(vectors.clone());
-        let VectorIndex::Coded(coded) = VectorIndex::build(vectors, 1) else {
+        let flat = VectorIndex::Flat(store(vectors.clone()));
+        let VectorIndex::Coded(coded) = VectorIndex::build(store(vectors), 1) else {
             unreachable!()
         };
         let (mut found, mut total) = (0, 0);
@@ -1142,14 +1493,14 @@ mod tests {
     #[test]
     fn a_filtered_search_reads_only_allowed_codes() {
         let vectors = unit_vectors(10_000, 32);
-        let VectorIndex::Coded(coded) = VectorIndex::build(vectors.clone(), 1) else {
+        let VectorIndex::Coded(coded) = VectorIndex::build(store(vectors.clone()), 1) else {
             unreachable!()
         };
         let q = query(32, 3);
         let odd = coded.nearest_where(&q, 20, Some(&|c| c % 2 == 1));
         assert_eq!(odd.len(), 20);
         assert!(odd.iter().all(|h| h.0 % 2 == 1));
-        let exact: Vec<(u32, f32)> = VectorIndex::Flat(vectors)
+        let exact: Vec<(u32, f32)> = VectorIndex::Flat(store(vectors))
             .nearest(&q, usize::MAX)
             .into_iter()
             .filter(|h| h.0 % 2 == 1)
@@ -1161,7 +1512,7 @@ mod tests {
 
     #[test]
     fn a_query_of_the_wrong_length_is_scored_without_panicking() {
-        let coded = VectorIndex::build(unit_vectors(50, 16), 1);
+        let coded = VectorIndex::build(store(unit_vectors(50, 16)), 1);
         assert_eq!(coded.nearest(&[0.5; 3], 5).len(), 5);
         assert_eq!(coded.nearest(&[0.1; 40], 5).len(), 5);
         assert_eq!(coded.nearest(&[], 5).len(), 5);
@@ -1208,10 +1559,10 @@ mod tests {
         let int8 = unit_vectors(300, 41);
         let four: Vec<QVec> = int8.iter().map(QVec::to_4bit).collect();
         for (index, expect) in [
-            (VectorIndex::Flat(int8.clone()), ("exact", 8)),
-            (VectorIndex::build(int8.clone(), 1), ("coded", 8)),
-            (VectorIndex::Flat(four.clone()), ("exact", 4)),
-            (VectorIndex::build(four.clone(), 1), ("coded", 4)),
+            (VectorIndex::Flat(store(int8.clone())), ("exact", 8)),
+            (VectorIndex::build(store(int8.clone()), 1), ("coded", 8)),
+            (VectorIndex::Flat(store(four.clone())), ("exact", 4)),
+            (VectorIndex::build(store(four.clone()), 1), ("coded", 4)),
         ] {
             let bytes = postcard::to_allocvec(&index).unwrap();
             assert_eq!(wire_kind(&bytes), Some(expect));
@@ -1227,7 +1578,10 @@ mod tests {
             assert_eq!(postcard::to_allocvec(&back).unwrap(), bytes);
         }
         let size = |v: &VectorIndex| postcard::to_allocvec(v).unwrap().len();
-        assert!(size(&VectorIndex::Flat(four)) * 2 < size(&VectorIndex::Flat(int8)) + 300 * 8);
+        assert!(
+            size(&VectorIndex::Flat(store(four))) * 2
+                < size(&VectorIndex::Flat(store(int8))) + 300 * 8
+        );
     }
 
     #[test]
@@ -1241,12 +1595,12 @@ mod tests {
                 ..base[i % 7].to_4bit()
             })
             .collect();
-        let rows = Rows::pack(&vectors).unwrap();
+        let rows = Rows::pack(&store(vectors.clone())).unwrap();
         assert_eq!(
             rows.blocks.iter().map(|b| b.rows).collect::<Vec<_>>(),
             [ROWS_PER_BLOCK as u32, ROWS_PER_BLOCK as u32, 10]
         );
-        assert_eq!(rows.unpack().unwrap(), vectors);
+        assert_eq!(rows.unpack().unwrap(), store(vectors));
     }
 
     #[test]
@@ -1257,9 +1611,9 @@ mod tests {
             bytes.extend(postcard::to_allocvec(&rows).unwrap());
             decode(&bytes).map(|_| ())
         };
-        assert!(read(Rows::pack(&vectors).unwrap()).is_ok());
+        assert!(read(Rows::pack(&store(vectors.clone())).unwrap()).is_ok());
         let change = |f: &dyn Fn(&mut Rows)| {
-            let mut rows = Rows::pack(&vectors).unwrap();
+            let mut rows = Rows::pack(&store(vectors.clone())).unwrap();
             f(&mut rows);
             read(rows).unwrap_err().to_string()
         };
@@ -1275,22 +1629,22 @@ mod tests {
         let mut far = vectors.clone();
         far[19].chunk = u32::MAX;
         far[18].chunk = u32::MAX - 1;
-        let mut rows = Rows::pack(&far).unwrap();
-        let mut twice = Rows::pack(&far).unwrap();
+        let mut rows = Rows::pack(&store(far.clone())).unwrap();
+        let mut twice = Rows::pack(&store(far.clone())).unwrap();
         twice.blocks.push(rows.blocks.remove(0));
         assert!(read(twice)
             .unwrap_err()
             .to_string()
             .contains("past the last chunk"));
         // Codes' levels of another length than the vectors'.
-        let VectorIndex::Coded(c) = VectorIndex::build(vectors.clone(), 1) else {
+        let VectorIndex::Coded(c) = VectorIndex::build(store(vectors.clone()), 1) else {
             unreachable!()
         };
         let mut bytes = vec![6u8];
         bytes.extend(
             postcard::to_allocvec(&CodedRows {
-                rows: Rows::pack(&vectors).unwrap(),
-                mean: means(&vectors)[1..].to_vec(),
+                rows: Rows::pack(&store(vectors.clone())).unwrap(),
+                mean: means(&store(vectors.clone()))[1..].to_vec(),
                 low: c.low,
                 high: c.high,
             })
@@ -1329,7 +1683,7 @@ mod tests {
 
     #[test]
     fn codes_that_do_not_fit_their_vectors_are_corrupt() {
-        let VectorIndex::Coded(mut c) = VectorIndex::build(unit_vectors(10, 16), 1) else {
+        let VectorIndex::Coded(mut c) = VectorIndex::build(store(unit_vectors(10, 16)), 1) else {
             unreachable!()
         };
         c.codes.pop();

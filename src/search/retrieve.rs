@@ -64,6 +64,6 @@ impl Retriever<'_> {
     pub fn cosine(&self, query: &[f32], chunk: u32) -> Option<f32> {
         let vectors = self.corpus.vectors()?;
         let pos = *self.positions.get(chunk as usize)?;
-        (pos != u32::MAX).then(|| vectors.point(pos).dot_f32(query))
+        (pos != u32::MAX).then(|| vectors.dot_f32(pos, query))
     }
 }
