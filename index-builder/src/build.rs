@@ -261,7 +261,8 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     // (identical chunks get identical vectors, and vectors can be reused across builds). It
     // is also faster here: on 1,535 rust-book chunks, 63 s unbatched vs 73 s in batches of 16.
     // Each vector is quantized as soon as it comes (quantizing is a function of the vector
-    // alone): int8 holds a quarter of f32's memory until the bundle is written.
+    // alone): int8 holds a quarter of f32's memory until the bundle is written, and the
+    // chunks that share a text share its one copy (`Embedding::Quantized` holds an `Arc`).
     let vectors: Vec<Option<Embedding>> = match &embedder {
         None => vec![None; planned.iter().map(Vec::len).sum()],
         Some(embedder) => {
@@ -518,7 +519,7 @@ fn previous_bundle(
             sha256_hex(input.as_bytes()),
             Embedding::Quantized {
                 scale: q.scale,
-                data: q.data,
+                data: q.data.into(),
             },
         );
     }

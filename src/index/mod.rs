@@ -54,9 +54,14 @@ pub struct SourceChunk {
 pub enum Embedding {
     /// A unit vector fresh from the model; quantized here.
     Fresh(Vec<f32>),
-    /// Already quantized: taken over from an earlier bundle (incremental builds). Quantizing
-    /// is a function of the vector alone, so this is the same as the vector it came from.
-    Quantized { scale: f32, data: Vec<i8> },
+    /// Already quantized: taken over from an earlier bundle (incremental builds), or quantized
+    /// as it came from the model. Quantizing is a function of the vector alone, so this is the
+    /// same as the vector it came from. Shared (`Arc`): chunks with the same text hold one
+    /// copy (a versioned collection repeats most of its sections word for word).
+    Quantized {
+        scale: f32,
+        data: std::sync::Arc<[i8]>,
+    },
 }
 
 impl Embedding {
@@ -66,7 +71,7 @@ impl Embedding {
         let q = vector::QVec::quantize(0, v);
         Embedding::Quantized {
             scale: q.scale,
-            data: q.data,
+            data: q.data.into(),
         }
     }
 
@@ -80,7 +85,11 @@ impl Embedding {
     fn into_qvec(self, chunk: u32) -> vector::QVec {
         match self {
             Embedding::Fresh(v) => vector::QVec::quantize(chunk, &v),
-            Embedding::Quantized { scale, data } => vector::QVec { chunk, scale, data },
+            Embedding::Quantized { scale, data } => vector::QVec {
+                chunk,
+                scale,
+                data: data.to_vec(),
+            },
         }
     }
 }
