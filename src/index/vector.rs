@@ -4,7 +4,8 @@
 //! Below a size threshold they are scanned exactly; from it on, a first pass scans compact
 //! codes (one bit per dimension: whether the vector is above the collection's mean there, 48
 //! bytes for 384 dims) against the query's own f32 values, and only its shortlist is rescored
-//! exactly on the stored vectors ([`Coded`]).
+//! exactly on the stored vectors ([`Coded`]). In memory the vectors are held flat, 4 bits a
+//! value where they fit ([`Vectors`]).
 //! Bundles of formats 1–3 may hold an `instant-distance` HNSW graph instead; it is still
 //! searched, but no longer built (the scan measured better: see ARCHITECTURE.md).
 
