@@ -374,11 +374,11 @@ impl Rows {
         let width = row_width(bits, dims);
         let mut prev = 0;
         let blocks: Vec<(usize, Vec<u8>)> = (0..vectors.len())
-            .collect::<Vec<_>>()
-            .chunks(ROWS_PER_BLOCK)
-            .map(|block| {
+            .step_by(ROWS_PER_BLOCK)
+            .map(|start| {
+                let block = start..(start + ROWS_PER_BLOCK).min(vectors.len());
                 let mut rows = Vec::with_capacity(block.len() * width);
-                for &i in block {
+                for i in block.clone() {
                     let chunk = vectors.chunks[i];
                     rows.extend_from_slice(&chunk.wrapping_sub(prev).to_le_bytes());
                     prev = chunk;
@@ -425,7 +425,18 @@ impl Rows {
                 return Err(format!("vector block {k} does not inflate to its {n} rows"));
             }
         }
-        let total: usize = self.blocks.iter().map(|b| b.rows as usize).sum();
+        // (Within the ratio, but a 32-bit target's sizes could still wrap.)
+        let sizes = self
+            .blocks
+            .iter()
+            .try_fold(0usize, |total, b| total.checked_add(b.rows as usize))
+            .and_then(|total| Some((total, total.checked_mul(width)?)));
+        let Some((total, _)) = sizes else {
+            return Err(format!(
+                "{} vector blocks too large to hold",
+                self.blocks.len()
+            ));
+        };
         let mut out = Vectors {
             dims,
             bits,
