@@ -103,8 +103,8 @@ impl QVec {
 /// and their values side by side, two a byte while every value fits the 4-bit form (−8..=7,
 /// stored as `q + 8`, dimension `2i` in the low nibble of byte `i`) and one a byte (int8)
 /// otherwise. A 384-dim 4-bit vector takes 200 bytes, where a [`QVec`] with its own allocation
-/// took about 430: over the 2.24M chunks of ARCHITECTURE.md's 100K-document collection, 0.5
-/// GB less for the builder and the engine, and no allocation per vector when a bundle loads.
+/// took about 430: over the 2.24M chunks of ARCHITECTURE.md's 100K-document collection, about
+/// 0.5 GB less for an engine that holds them, and no allocation per vector when a bundle loads.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Vectors {
     dims: usize,
