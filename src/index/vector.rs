@@ -202,6 +202,11 @@ impl Vectors {
         &self.chunks
     }
 
+    /// Whether the chunks rise strictly (as the builder writes them).
+    fn sorted_by_chunk(&self) -> bool {
+        self.chunks.windows(2).all(|w| w[0] < w[1])
+    }
+
     /// Bytes of one vector's values.
     fn row_bytes(&self) -> usize {
         if self.bits == 4 {
@@ -367,7 +372,7 @@ impl Rows {
     /// `None` unless the vectors are sorted by chunk (and of at most [`MAX_DIMS`]).
     fn pack(vectors: &Vectors) -> Option<Rows> {
         let dims = vectors.dims();
-        if dims as u64 > MAX_DIMS as u64 || !vectors.chunks.windows(2).all(|w| w[0] < w[1]) {
+        if dims as u64 > MAX_DIMS as u64 || !vectors.sorted_by_chunk() {
             return None;
         }
         let bits = vectors.bits();
@@ -605,30 +610,25 @@ impl Packed4 {
     /// and 7; only tests write it now).
     #[cfg(test)]
     fn pack(vectors: &[QVec]) -> Option<Packed4> {
-        let dims = vectors.first().map_or(0, |v| v.data.len());
-        if !vectors.iter().all(|v| v.data.len() == dims && v.is_4bit())
-            || !vectors.windows(2).all(|w| w[0].chunk < w[1].chunk)
-        {
-            return None;
-        }
-        let per = dims.div_ceil(2);
-        let mut nibbles = Vec::with_capacity(vectors.len() * per);
+        // `Vectors` lays 4-bit values out as this form does.
+        let v = Vectors::from_qvecs(vectors.to_vec())
+            .ok()
+            .filter(|v| v.bits == 4 && v.sorted_by_chunk())?;
         let mut prev = 0;
-        let mut chunk_steps = Vec::with_capacity(vectors.len());
-        for v in vectors {
-            chunk_steps.push(v.chunk.wrapping_sub(prev));
-            prev = v.chunk;
-            let level = |d: i8| (d + 8) as u8;
-            for pair in v.data.chunks(2) {
-                let hi = pair.get(1).map_or(0, |&d| level(d));
-                nibbles.push(level(pair[0]) | hi << 4);
-            }
-        }
+        let chunk_steps = v
+            .chunks
+            .iter()
+            .map(|&c| {
+                let step = c.wrapping_sub(prev);
+                prev = c;
+                step
+            })
+            .collect();
         Some(Packed4 {
-            dims: dims as u32,
+            dims: v.dims as u32,
             chunk_steps,
-            scales: vectors.iter().map(|v| v.scale).collect(),
-            nibbles,
+            scales: v.scales,
+            nibbles: v.values,
         })
     }
 
@@ -867,11 +867,7 @@ impl Coded {
         let cb = code_bytes(dims);
         let (mut above, mut below) = (vec![(0f64, 0u32); dims], vec![(0f64, 0u32); dims]);
         let mut values = vec![0f64; dims];
-        for (i, code) in codes
-            .chunks_exact(cb.max(1))
-            .enumerate()
-            .take(vectors.len())
-        {
+        for (i, code) in codes.chunks_exact(cb.max(1)).enumerate() {
             vectors.dequantize_into(i, &mut values);
             for (d, &x) in values.iter().enumerate() {
                 let side = if code[d / 8] >> (d % 8) & 1 == 1 {
@@ -1220,7 +1216,7 @@ impl VectorIndex {
                 for (&chunk, &scale) in v.chunks.iter().zip(&v.scales) {
                     check(chunk, v.dims, scale)?;
                 }
-                if !v.chunks.windows(2).all(|w| w[0] < w[1]) {
+                if !v.sorted_by_chunk() {
                     return Err(Error::Corrupt("vectors are not sorted by chunk".into()));
                 }
             }
