@@ -21,7 +21,7 @@
 //! its queries read instead of the text of every page.
 //!
 //! Every shard file is `sha256(payload)` followed by `postcard(ShardFile)`, which names the
-//! bundle (`bundle_id`, the whole bundle's sha256) and the shard, so a
+//! bundle (`bundle_tag`, the first 8 bytes of the whole bundle's sha256) and the shard, so a
 //! corrupt, truncated, misnamed or stale file is refused when it is added instead of
 //! answering wrongly. The split is a pure function of the bundle's bytes: same bundle, same
 //! files. Answers from a split bundle are byte-identical to the whole bundle's.
@@ -44,8 +44,10 @@ pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// term's surface form in `vocab.bin`. 6: the vocabulary in `voc-N.bin` shards by correction
 /// key. 7: fragments' chunk metadata packed as in format 5's `docs` section. 8: the fragments'
 /// first documents as differences. 9: the vectors section in `vec-N.bin` pieces instead of the
-/// whole bundle in `bundle.bin`. 10: up to three surface forms a term in `voc-N.bin`.
-pub const SPLIT_VERSION: u32 = 10;
+/// whole bundle in `bundle.bin`. 10: up to three surface forms a term in `voc-N.bin`. 11: a
+/// shard names its bundle by the first 8 bytes of the bundle's sha256 ([`BUNDLE_TAG_BYTES`]),
+/// not all 32.
+pub const SPLIT_VERSION: u32 = 11;
 pub const CORE_FILE: &str = "core.bin";
 
 /// Most pieces a split's vectors section is cut into (and a core may claim).
@@ -325,17 +327,32 @@ fn surface_entry(term: &str, surface: &str) -> (u8, String) {
     (keep as u8, surface[keep..].to_owned())
 }
 
+/// How much of the bundle's sha256 a shard carries to name its bundle. The tag tells a stale
+/// file (cut from another bundle: a deploy that mixed two versions) from the right one; its
+/// own checksum, a full sha256, is what catches corruption. Two bundles share a tag by
+/// accident with odds of 2^-64, and every shard file a cold query reads carries it: 32 bytes
+/// of it, incompressible, were 0.4 KB of bench-web's misspelt first query (18 data files).
+pub const BUNDLE_TAG_BYTES: usize = 8;
+
+type BundleTag = [u8; BUNDLE_TAG_BYTES];
+
+fn bundle_tag(bundle_id: &[u8; 32]) -> BundleTag {
+    let mut tag = [0; BUNDLE_TAG_BYTES];
+    tag.copy_from_slice(&bundle_id[..BUNDLE_TAG_BYTES]);
+    tag
+}
+
 #[derive(Serialize, Deserialize)]
 struct ShardFile<T> {
-    bundle_id: [u8; 32],
+    bundle_tag: BundleTag,
     shard: ShardId,
     body: T,
 }
 
-fn shard_file<T: Serialize>(bundle_id: [u8; 32], shard: ShardId, body: T) -> Result<Vec<u8>> {
+fn shard_file<T: Serialize>(bundle_tag: BundleTag, shard: ShardId, body: T) -> Result<Vec<u8>> {
     let payload = to_bytes(
         &ShardFile {
-            bundle_id,
+            bundle_tag,
             shard,
             body,
         },
@@ -377,6 +394,7 @@ pub fn split_into(
     mut sink: impl FnMut(String, Vec<u8>) -> Result<()>,
 ) -> Result<()> {
     let bundle_id: [u8; 32] = Sha256::digest(bytes).into();
+    let tag = bundle_tag(&bundle_id);
     let mut add = |shard: ShardId, file: Vec<u8>| sink(shard.file_name(), file);
 
     // Lexical shards: term ranges of about LEXICAL_SHARD_BYTES.
@@ -399,7 +417,7 @@ pub fn split_into(
                 postings: Vec::new(),
             },
         );
-        add(shard, shard_file(bundle_id, shard, body)?)
+        add(shard, shard_file(tag, shard, body)?)
     };
     for (term, p) in bundle.lexical.terms.iter().zip(&bundle.lexical.postings) {
         let postings = ShardPostings {
@@ -444,7 +462,7 @@ pub fn split_into(
                 chunks: std::mem::take(&mut packed),
                 texts: bundle.text.range(first..end)?,
             };
-            add(shard, shard_file(bundle_id, shard, body)?)?;
+            add(shard, shard_file(tag, shard, body)?)?;
             start = d + 1;
             size = 0;
         }
@@ -452,7 +470,7 @@ pub fn split_into(
 
     add(
         ShardId::Documents,
-        shard_file(bundle_id, ShardId::Documents, &docs.documents)?,
+        shard_file(tag, ShardId::Documents, &docs.documents)?,
     )?;
     // Vocabulary shards: each term under every correction key it has, so a misspelt word
     // finds each of its corrections in one of its own keys' shards.
@@ -482,7 +500,7 @@ pub fn split_into(
     }
     for (i, body) in vocabulary.into_iter().enumerate() {
         let shard = ShardId::Vocabulary(i as u32);
-        add(shard, shard_file(bundle_id, shard, body)?)?;
+        add(shard, shard_file(tag, shard, body)?)?;
     }
 
     let FacetTable {
@@ -498,7 +516,7 @@ pub fn split_into(
         let section = super::format::section_bytes(bytes, body_start, entry)?;
         for piece in section.chunks(sizes.vectors.max(1)) {
             let shard = ShardId::Vectors(vector_pieces);
-            add(shard, shard_file(bundle_id, shard, piece)?)?;
+            add(shard, shard_file(tag, shard, piece)?)?;
             vector_pieces += 1;
         }
         if vector_pieces > MAX_VECTOR_PIECES {
@@ -814,7 +832,7 @@ impl SplitBundle {
             return Err(Error::ChecksumMismatch { part: name });
         }
         let file: ShardFile<T> = decode_exact(payload, &name)?;
-        if file.bundle_id != self.core.bundle_id {
+        if file.bundle_tag != bundle_tag(&self.core.bundle_id) {
             return Err(self.corrupt(shard, "belongs to a different bundle than core.bin"));
         }
         if file.shard != shard {
