@@ -9,7 +9,7 @@ use crate::embed::ModelInfo;
 use crate::index::lexical::LexicalIndex;
 use crate::index::vector::VectorIndex;
 
-pub use super::text::TextSection;
+pub use super::text::{TextBlocks, TextSection};
 
 /// Describes the bundle; small, read first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -150,15 +150,6 @@ impl TextSection {
         Self::from_blocks(blocks)
     }
 
-    /// `texts` deflated into blocks now, the strings dropped: what a builder holds until it
-    /// writes (at 110,651 documents 114 MB instead of ~500 MB of strings); the bytes written
-    /// are the same as from [`TextSection::new`].
-    pub fn deflated(texts: Vec<String>) -> Result<TextSection> {
-        let blocks = make_blocks(&texts)?;
-        drop(texts);
-        Self::from_blocks(blocks)
-    }
-
     fn from_blocks(blocks: Vec<Block>) -> Result<TextSection> {
         let mut starts = Vec::with_capacity(blocks.len() + 1);
         let mut next = 0u32;
@@ -202,25 +193,81 @@ fn no_text(i: usize) -> Error {
     Error::Corrupt(format!("no text for chunk {i}"))
 }
 
-/// Cuts `texts` into blocks of about [`BLOCK_BYTES`] and deflates each, natively on every
-/// core (the blocks come back in order, so the bytes are the same on any number of threads).
+/// Builds a text section a text at a time, deflating each block once it closes (a batch of
+/// them at a time, natively on every core), so a builder holds a text only until its block is
+/// deflated instead of every chunk's text until the bundle is written (at 102,168 documents,
+/// 2.13M chunks, the blocks are 257 MB, about a quarter of the strings). The blocks are those
+/// [`TextSection::new`]'s texts are written in, byte for byte.
+#[derive(Debug, Default)]
+pub struct TextBlocks {
+    /// The open block's texts, and their bytes.
+    run: Vec<String>,
+    run_bytes: usize,
+    /// Closed blocks not deflated yet.
+    closed: Vec<Vec<String>>,
+    blocks: Vec<Block>,
+}
+
+/// Closed blocks deflated together: about 1 MiB of text, enough to keep every core busy.
+const BLOCKS_AT_ONCE: usize = 64;
+
+impl TextBlocks {
+    /// Adds the next chunk's text.
+    pub fn push(&mut self, text: String) -> Result<()> {
+        self.run_bytes += text.len();
+        self.run.push(text);
+        if self.run_bytes >= BLOCK_BYTES {
+            self.closed.push(std::mem::take(&mut self.run));
+            self.run_bytes = 0;
+            if self.closed.len() == BLOCKS_AT_ONCE {
+                self.deflate_closed()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn deflate_closed(&mut self) -> Result<()> {
+        let runs = self.closed.iter().map(Vec::as_slice).collect();
+        self.blocks.extend(deflate_runs(runs)?);
+        self.closed.clear();
+        Ok(())
+    }
+
+    /// The section, the last block closed.
+    pub fn finish(mut self) -> Result<TextSection> {
+        if !self.run.is_empty() {
+            let last = std::mem::take(&mut self.run);
+            self.closed.push(last);
+        }
+        self.deflate_closed()?;
+        TextSection::from_blocks(self.blocks)
+    }
+}
+
+/// Cuts `texts` into blocks of about [`BLOCK_BYTES`] (as [`TextBlocks`] does) and deflates them.
 fn make_blocks(texts: &[String]) -> Result<Vec<Block>> {
     let mut runs = Vec::new();
     let (mut start, mut size) = (0, 0);
     for (i, t) in texts.iter().enumerate() {
         size += t.len();
         if size >= BLOCK_BYTES || i + 1 == texts.len() {
-            runs.push(start..i + 1);
+            runs.push(&texts[start..i + 1]);
             (start, size) = (i + 1, 0);
         }
     }
+    deflate_runs(runs)
+}
+
+/// Deflates each run into a block, natively on every core (the blocks come back in order, so
+/// the bytes are the same on any number of threads).
+fn deflate_runs(runs: Vec<&[String]>) -> Result<Vec<Block>> {
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;
-        runs.into_par_iter().map(|r| deflate(&texts[r])).collect()
+        runs.into_par_iter().map(deflate).collect()
     }
     #[cfg(target_arch = "wasm32")]
-    runs.into_iter().map(|r| deflate(&texts[r])).collect()
+    runs.into_iter().map(deflate).collect()
 }
 
 /// One block: `texts` deflated (`deflated.rs`).
@@ -278,6 +325,37 @@ mod tests {
         // Written again as read, byte for byte.
         assert_eq!(read.encode().unwrap(), bytes);
         assert!(TextSection::new(Vec::new()).encode().unwrap().len() < 4);
+    }
+
+    /// Built a text at a time, the section is written as from the whole list: at every size
+    /// around the block boundaries, empty texts included, and past one batch of blocks.
+    #[test]
+    fn blocks_built_a_text_at_a_time_are_the_same_bytes() {
+        let mut cases: Vec<Vec<String>> = vec![Vec::new(), vec![String::new()], texts(2_000)];
+        for n in [BLOCK_BYTES - 1, BLOCK_BYTES, BLOCK_BYTES + 1] {
+            cases.push(vec!["x".repeat(n)]);
+            cases.push(vec!["y".repeat(n), "z".repeat(n), String::new()]);
+            cases.push((0..3).map(|i| "w".repeat(n / 3 + i)).collect());
+        }
+        cases.push(
+            (0..BLOCKS_AT_ONCE * 3 + 1)
+                .map(|i| "v".repeat(BLOCK_BYTES + i))
+                .collect(),
+        );
+        for texts in cases {
+            let mut built = TextBlocks::default();
+            for t in &texts {
+                built.push(t.clone()).unwrap();
+            }
+            let built = built.finish().unwrap();
+            assert_eq!(built.len(), texts.len());
+            assert_eq!(
+                built.encode().unwrap(),
+                TextSection::new(texts.clone()).encode().unwrap(),
+                "{} texts",
+                texts.len()
+            );
+        }
     }
 
     #[test]

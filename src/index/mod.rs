@@ -1,7 +1,7 @@
 //! Index structures, shared by the builder (which fills them) and the engine (which reads
 //! them): BM25 postings ([`lexical`]), quantized vectors with an optional HNSW graph
-//! ([`vector`]), and [`build_bundle`], which turns analyzed, embedded documents into a
-//! [`Bundle`].
+//! ([`vector`]), and [`BundleBuilder`] ([`build_bundle`]), which turns analyzed, embedded
+//! documents into a [`Bundle`].
 
 pub mod lexical;
 pub mod vector;
@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::analyze::{Analyzer, Language};
 use crate::bundle::{
     AnalyzerConfig, Bundle, ChunkMeta, Citation, Counts, DocsSection, Document, Flags, Header,
-    PageSpan, TextSection,
+    PageSpan, TextBlocks,
 };
 use crate::embed::ModelInfo;
 use crate::error::{Error, Result};
@@ -150,29 +150,68 @@ pub fn chunk_id(
 /// the order the caller found them in.
 pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Result<Bundle> {
     docs.sort_by(|a, b| a.path.cmp(&b.path));
-    if let Some(w) = docs.windows(2).find(|w| w[0].path == w[1].path) {
-        return Err(Error::Encode(format!(
-            "duplicate document path {}",
-            w[0].path
-        )));
+    let mut bundle = BundleBuilder::new(opts);
+    for doc in docs {
+        bundle.add(doc)?;
     }
-    let analyzer = Analyzer::new();
-    let cfg = AnalyzerConfig::default();
-    let model_id = opts.model.as_ref().map_or("none", |m| m.id.as_str());
+    bundle.finish()
+}
 
-    let mut lexical = LexicalBuilder::default();
-    let mut documents = Vec::with_capacity(docs.len());
-    let mut chunks = Vec::new();
-    let mut texts = Vec::new();
-    let mut vectors = vector::Vectors::new(opts.model.as_ref().map_or(0, |m| m.dims as usize));
-    for (d, doc) in docs.into_iter().enumerate() {
+/// Builds a bundle a document at a time, in path order, so a builder that reads, chunks and
+/// embeds a collection in batches holds each document's text only until it is added: the
+/// text goes into the text section's deflated blocks and the lexical postings at once.
+/// [`build_bundle`] over the same documents gives the same bundle.
+pub struct BundleBuilder<'a> {
+    opts: &'a BuildOptions,
+    analyzer: Analyzer,
+    cfg: AnalyzerConfig,
+    lexical: LexicalBuilder,
+    documents: Vec<Document>,
+    chunks: Vec<ChunkMeta>,
+    text: TextBlocks,
+    vectors: vector::Vectors,
+}
+
+impl<'a> BundleBuilder<'a> {
+    pub fn new(opts: &'a BuildOptions) -> BundleBuilder<'a> {
+        BundleBuilder {
+            opts,
+            analyzer: Analyzer::new(),
+            cfg: AnalyzerConfig::default(),
+            lexical: LexicalBuilder::default(),
+            documents: Vec::new(),
+            chunks: Vec::new(),
+            text: TextBlocks::default(),
+            vectors: vector::Vectors::new(opts.model.as_ref().map_or(0, |m| m.dims as usize)),
+        }
+    }
+
+    /// How many documents have been added.
+    pub fn documents(&self) -> usize {
+        self.documents.len()
+    }
+
+    /// Adds the next document; its path must sort after the last one's.
+    pub fn add(&mut self, doc: SourceDocument) -> Result<()> {
+        if let Some(last) = self.documents.last() {
+            if doc.path <= last.path {
+                return Err(Error::Encode(if doc.path == last.path {
+                    format!("duplicate document path {}", doc.path)
+                } else {
+                    format!("document {} added after {}", doc.path, last.path)
+                }));
+            }
+        }
+        let (analyzer, cfg, opts) = (&self.analyzer, &self.cfg, self.opts);
+        let model_id = opts.model.as_ref().map_or("none", |m| m.id.as_str());
+        let d = self.documents.len();
         let title_terms = analyzer.terms(&doc.title);
         let description_terms = doc
             .description
             .as_deref()
             .map(|t| analyzer.terms(t))
             .unwrap_or_default();
-        let first_chunk = chunks.len() as u32;
+        let first_chunk = self.chunks.len() as u32;
         let chunk_count = doc.chunks.len() as u32;
         for (k, chunk) in doc.chunks.into_iter().enumerate() {
             // The title is section_path[0]; weigh only the headings below it as headings.
@@ -189,7 +228,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
                 heading_terms.extend(description_terms.iter().cloned());
             }
             let body_terms = analyzer.terms(&chunk.text);
-            let id = lexical.add_chunk([
+            let id = self.lexical.add_chunk([
                 (title_terms.as_slice(), cfg.title_weight),
                 (heading_terms.as_slice(), cfg.heading_weight),
                 (body_terms.as_slice(), cfg.body_weight),
@@ -199,7 +238,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
                     let v = v.into_qvec(id);
                     let four = !opts.int8_vectors && crate::embed::four_bit_vectors(&m.id);
                     let v = if four { v.to_4bit() } else { v };
-                    vectors
+                    self.vectors
                         .push(v.chunk, v.scale, &v.data)
                         .map_err(Error::Encode)?;
                 }
@@ -219,7 +258,7 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
                 }
                 (None, _) => {}
             }
-            chunks.push(ChunkMeta {
+            self.chunks.push(ChunkMeta {
                 doc: d as u32,
                 chunk_index: k as u32,
                 id: chunk_id(
@@ -235,9 +274,9 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
                 line_end: chunk.line_end,
                 page_span: chunk.page_span,
             });
-            texts.push(chunk.text);
+            self.text.push(chunk.text)?;
         }
-        documents.push(Document {
+        self.documents.push(Document {
             path: doc.path,
             doc_id: doc.doc_id,
             title: doc.title,
@@ -252,37 +291,50 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
             created: doc.created,
             file_size: doc.file_size,
         });
+        Ok(())
     }
-    // Deflated first: the strings (hundreds of MB at 100K documents) are gone before the
-    // postings are laid out.
-    let text = TextSection::deflated(texts)?;
-    let lexical = lexical.finish();
-    let vectors = opts
-        .model
-        .is_some()
-        .then(|| VectorIndex::build(vectors, opts.compact_threshold));
-    let header = Header {
-        builder: opts.builder.clone(),
-        project_id: opts.project_id.clone(),
-        embedding: opts.model.clone(),
-        analyzer: cfg,
-        counts: Counts {
-            documents: documents.len() as u32,
-            chunks: chunks.len() as u32,
-            terms: lexical.terms.len() as u32,
-            vectors: vectors.as_ref().map_or(0, |v| v.len() as u32),
-        },
-        flags: Flags {
-            hybrid: vectors.is_some(),
-            hnsw: matches!(vectors, Some(VectorIndex::Hnsw(_))),
-        },
-        sections: Vec::new(),
-    };
-    Ok(Bundle {
-        header,
-        docs: DocsSection::new(documents, chunks),
-        lexical,
-        text,
-        vectors,
-    })
+
+    /// The bundle of every document added.
+    pub fn finish(self) -> Result<Bundle> {
+        let BundleBuilder {
+            opts,
+            cfg,
+            lexical,
+            documents,
+            chunks,
+            text,
+            vectors,
+            ..
+        } = self;
+        let text = text.finish()?;
+        let lexical = lexical.finish();
+        let vectors = opts
+            .model
+            .is_some()
+            .then(|| VectorIndex::build(vectors, opts.compact_threshold));
+        let header = Header {
+            builder: opts.builder.clone(),
+            project_id: opts.project_id.clone(),
+            embedding: opts.model.clone(),
+            analyzer: cfg,
+            counts: Counts {
+                documents: documents.len() as u32,
+                chunks: chunks.len() as u32,
+                terms: lexical.terms.len() as u32,
+                vectors: vectors.as_ref().map_or(0, |v| v.len() as u32),
+            },
+            flags: Flags {
+                hybrid: vectors.is_some(),
+                hnsw: matches!(vectors, Some(VectorIndex::Hnsw(_))),
+            },
+            sections: Vec::new(),
+        };
+        Ok(Bundle {
+            header,
+            docs: DocsSection::new(documents, chunks),
+            lexical,
+            text,
+            vectors,
+        })
+    }
 }
