@@ -67,3 +67,31 @@ fn fulltext_only_builds_are_reproducible() {
     common::build(&common::fixtures(), &b, &["--no-embeddings"]);
     assert_eq!(sha(&a), sha(&b));
 }
+
+/// The builder reads, chunks and embeds its files in batches: a build a file at a time gives
+/// the same bundle and the same report, a text repeated in another batch included (embedded
+/// once, its vector shared).
+#[test]
+fn builds_in_batches_of_any_size_are_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    copy_dir(&common::fixtures(), &docs);
+    let first = std::fs::read_dir(docs.join("en"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .min()
+        .unwrap();
+    std::fs::copy(&first, docs.join("zz-copy.md")).unwrap();
+    let (a, b) = (tmp.path().join("a.bundle"), tmp.path().join("b.bundle"));
+    let mut whole = common::build(&docs, &a, &[]);
+    let mut one_by_one = common::build(&docs, &b, &["--batch-files", "1"]);
+    assert_eq!(sha(&a), sha(&b));
+    for report in [&mut whole, &mut one_by_one] {
+        let o = report.as_object_mut().unwrap();
+        o.remove("durationSeconds");
+        o.remove("bundlePath");
+    }
+    assert_eq!(whole, one_by_one);
+    assert!(whole["chunksShared"].as_u64().unwrap() > 0, "{whole}");
+}

@@ -11,7 +11,7 @@ use docloupe::analyze::Language;
 use docloupe::bundle::Citation;
 use docloupe::embed::{sha256_hex, Embedder, ModelFiles, ModelInfo};
 use docloupe::index::{
-    build_bundle, embedding_input, BuildOptions, Embedding, SourceChunk, SourceDocument,
+    embedding_input, BuildOptions, BundleBuilder, Embedding, SourceChunk, SourceDocument,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -32,6 +32,8 @@ pub struct BuildConfig {
     pub compact_threshold: usize,
     /// Keep the vectors at int8 instead of the 4-bit form (comparisons only).
     pub int8_vectors: bool,
+    /// Files read, chunked and embedded together ([`BATCH_FILES`]; at least 1).
+    pub batch_files: usize,
     pub progress: bool,
     /// A CSL-JSON bibliography to match documents against.
     pub references: Option<References>,
@@ -60,6 +62,11 @@ pub enum ModelChoice {
 
 /// The share of non-English documents from which `--model auto` takes the multilingual model.
 pub const AUTO_MULTILINGUAL_SHARE: f64 = 0.05;
+
+/// Files read, chunked and embedded together before their documents go into the bundle: work
+/// for every core, while the text held at once stays small (the batch's own). The bundle is
+/// the same for any batch size.
+pub const BATCH_FILES: usize = 1024;
 
 /// The JSON report printed after a build.
 #[derive(Debug, Serialize)]
@@ -133,32 +140,34 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
             cfg.input.display()
         );
     }
-    let bar = progress_bar(cfg.progress, files.len() as u64, "reading");
-    // Convert in parallel (binary formats each in an isolated child); the result is put back
-    // in path order.
-    let converted: Vec<(Option<Converted>, Vec<String>)> = files
-        .par_iter()
-        .map(|file| {
-            let mut w = Vec::new();
-            let doc = convert_file(file, &cfg, &mut w);
-            bar.inc(1);
-            (doc, w)
-        })
-        .collect();
-    bar.finish_and_clear();
-
-    // The model, now that the collection's languages are known.
-    let (embedder, embed_model_reason) = match std::mem::replace(&mut cfg.model, ModelChoice::None)
-    {
+    // `--model auto` picks the model from every document's language, and chunking needs that
+    // model's tokenizer: a first pass reads each file for its language alone. A binary format's
+    // conversion (a child process each) is kept for the build; a text file is read again there.
+    let choice = std::mem::replace(&mut cfg.model, ModelChoice::None);
+    let mut ahead: Vec<Option<ReadAhead>> = Vec::new();
+    let (embedder, embed_model_reason) = match choice {
         ModelChoice::None => (None, None),
         ModelChoice::Fixed(e) => (Some(*e), None),
         ModelChoice::Auto {
             english,
             multilingual,
         } => {
-            let read: Vec<&Converted> = converted.iter().filter_map(|c| c.0.as_ref()).collect();
-            let other = read.iter().filter(|c| c.lang != Language::En).count();
-            let share = other as f64 / read.len().max(1) as f64;
+            let bar = progress_bar(cfg.progress, files.len() as u64, "languages");
+            let seen: Vec<(Option<Language>, Option<ReadAhead>)> = files
+                .par_iter()
+                .map(|file| {
+                    let mut w = Vec::new();
+                    let doc = convert_file(file, &cfg, &mut w);
+                    bar.inc(1);
+                    let lang = doc.as_ref().map(|c| c.lang);
+                    (lang, (!file.format.is_text()).then_some((doc, w)))
+                })
+                .collect();
+            bar.finish_and_clear();
+            let langs: Vec<Language> = seen.iter().filter_map(|s| s.0).collect();
+            ahead = seen.into_iter().map(|s| s.1).collect();
+            let other = langs.iter().filter(|&&l| l != Language::En).count();
+            let share = other as f64 / langs.len().max(1) as f64;
             let (dir, why) = if share >= AUTO_MULTILINGUAL_SHARE {
                 (multilingual, "multilingual")
             } else {
@@ -166,7 +175,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
             };
             let reason = format!(
                 "auto: {other} of {} documents are not in English ({why} model)",
-                read.len()
+                langs.len()
             );
             let files = ModelFiles::from_dir(&dir).with_context(|| {
                 format!("{reason}, but that model is missing (run `make models`, or pass --model)")
@@ -177,7 +186,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     let model = embedder.as_ref().map(|e| e.info().clone());
     let reuse = previous_bundle(&cfg, model.as_ref(), &mut warnings)?;
 
-    // Chunk to the model's window, in parallel.
+    // Chunk to the model's window.
     let counter: Box<dyn TokenCounter + Sync> = match &embedder {
         Some(e) => Box::new(TokenizerCounter(e)),
         None => Box::new(EstimateCounter),
@@ -185,124 +194,6 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     let max_tokens = embedder
         .as_ref()
         .map_or(256, |e| e.info().max_tokens as usize);
-    let parsed: Vec<(Option<ReadDocument>, Vec<String>)> = converted
-        .into_par_iter()
-        .map(|(c, mut w)| {
-            let doc = c
-                .and_then(|c| plan_document(c, &cfg, &reuse, max_tokens, counter.as_ref(), &mut w));
-            (doc, w)
-        })
-        .collect();
-
-    let mut docs = Vec::new();
-    let mut planned = Vec::new();
-    let mut metadata_warnings = Vec::new();
-    let mut documents_cited = 0;
-    for (doc, w) in parsed {
-        warnings.extend(w);
-        if let Some((mut doc, chunks, citekey)) = doc {
-            if let Some(refs) = &cfg.references {
-                match refs.find(&doc.path, citekey.as_deref()) {
-                    Some(c) => {
-                        cite(&mut doc, c.clone());
-                        documents_cited += 1;
-                    }
-                    None => metadata_warnings.push(refs.missing(&doc.path)),
-                }
-            }
-            docs.push(doc);
-            planned.push(chunks);
-        }
-    }
-    release_freed_memory();
-    if docs.is_empty() {
-        bail!(
-            "none of the {} documents under {} could be read",
-            files.len(),
-            cfg.input.display()
-        );
-    }
-
-    // Embed every distinct text whose vector the previous bundle does not already hold, once:
-    // versioned documentation repeats most sections word for word (PowerShell-Docs keeps five
-    // copies of each cmdlet page), and a vector is a function of its text alone (below).
-    enum Slot {
-        Reused(Embedding),
-        /// Index into `pending`.
-        Pending(usize),
-    }
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut pending: Vec<String> = Vec::new();
-    // By the sha256 of the text, as `reuse` keys its vectors: 64 bytes a text, not a copy.
-    let mut pending_by_hash: HashMap<String, usize> = HashMap::new();
-    let mut chunks_reused = 0;
-    let mut chunks_shared = 0;
-    if embedder.is_some() {
-        for c in planned.iter().flatten() {
-            let input = embedding_input(&c.section_path, &c.text);
-            let hash = sha256_hex(input.as_bytes());
-            if let Some(e) = reuse.vectors.get(&hash) {
-                chunks_reused += 1;
-                slots.push(Slot::Reused(e.clone()));
-            } else if let Some(&i) = pending_by_hash.get(&hash) {
-                chunks_shared += 1;
-                slots.push(Slot::Pending(i));
-            } else {
-                pending_by_hash.insert(hash, pending.len());
-                slots.push(Slot::Pending(pending.len()));
-                pending.push(input);
-            }
-        }
-    }
-    drop(pending_by_hash);
-    let chunks_embedded = pending.len();
-    // One chunk per model call: tract's kernels round differently for different batch
-    // shapes, so only unbatched embedding makes a vector a function of its text alone
-    // (identical chunks get identical vectors, and vectors can be reused across builds). It
-    // is also faster here: on 1,535 rust-book chunks, 63 s unbatched vs 73 s in batches of 16.
-    // Each vector is quantized as soon as it comes (quantizing is a function of the vector
-    // alone): int8 holds a quarter of f32's memory until the bundle is written, and the
-    // chunks that share a text share its one copy (`Embedding::Quantized` holds an `Arc`).
-    let vectors: Vec<Option<Embedding>> = match &embedder {
-        None => vec![None; planned.iter().map(Vec::len).sum()],
-        Some(embedder) => {
-            let bar = progress_bar(cfg.progress, chunks_embedded as u64, "embedding");
-            let fresh = pending
-                .into_par_iter()
-                .map(|text| {
-                    let v = embedder.embed_passage(&text)?;
-                    bar.inc(1);
-                    Ok(Embedding::quantized(&v))
-                })
-                .collect::<Result<Vec<_>, docloupe::Error>>()?;
-            bar.finish_and_clear();
-            slots
-                .into_iter()
-                .map(|slot| {
-                    Some(match slot {
-                        Slot::Reused(e) => e,
-                        Slot::Pending(i) => fresh[i].clone(),
-                    })
-                })
-                .collect()
-        }
-    };
-    let mut vectors = vectors.into_iter();
-    for (doc, chunks) in docs.iter_mut().zip(planned) {
-        doc.chunks = chunks
-            .into_iter()
-            .map(|c| SourceChunk {
-                section_path: c.section_path,
-                anchor: c.anchor,
-                line_start: c.line_start,
-                line_end: c.line_end,
-                page_span: c.page_span,
-                text: c.text,
-                embedding: vectors.next().expect("one vector slot per chunk"),
-            })
-            .collect();
-    }
-
     let opts = BuildOptions {
         builder: builder_id(),
         project_id: cfg.project.clone(),
@@ -310,12 +201,149 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         compact_threshold: cfg.compact_threshold,
         int8_vectors: cfg.int8_vectors,
     };
-    let documents_processed = docs.len();
-    let documents_chunked = docs
-        .iter()
-        .filter(|d| reuse.plan(&d.path, &d.doc_id).is_none())
-        .count();
-    let bundle = build_bundle(docs, &opts)?;
+
+    // The documents go into the bundle a batch at a time, in path order: each batch read and
+    // chunked, then embedded, on every core, and added before the next is read, so the
+    // collection's text is never held whole (reading all 102,168 documents of the 100K
+    // benchmark first took the process to 2.3 GB; the whole build now peaks at 1.8 GB).
+    let mut bundle = BundleBuilder::new(&opts);
+    // Every distinct text is embedded once, whichever batch it comes in: versioned
+    // documentation repeats most sections word for word (PowerShell-Docs keeps five copies of
+    // each cmdlet page), and a vector is a function of its text alone (below). By the sha256
+    // of the text, as `reuse` keys its vectors.
+    let mut embedded: HashMap<String, Embedding> = HashMap::new();
+    let (mut chunks_embedded, mut chunks_reused, mut chunks_shared) = (0, 0, 0);
+    let (mut documents_chunked, mut documents_cited) = (0, 0);
+    let mut metadata_warnings = Vec::new();
+    let bar = progress_bar(cfg.progress, files.len() as u64, "building");
+    let batch_files = cfg.batch_files.max(1);
+    for (b, batch) in files.chunks(batch_files).enumerate() {
+        let first = b * batch_files;
+        let batch_ahead: Vec<_> = (first..first + batch.len())
+            .map(|i| ahead.get_mut(i).and_then(Option::take))
+            .collect();
+        let read: Vec<(Option<ReadDocument>, Vec<String>)> = batch
+            .par_iter()
+            .zip(batch_ahead)
+            .map(|(file, ahead)| {
+                let (converted, mut w) = ahead.unwrap_or_else(|| {
+                    let mut w = Vec::new();
+                    (convert_file(file, &cfg, &mut w), w)
+                });
+                let doc = converted.and_then(|c| {
+                    plan_document(c, &cfg, &reuse, max_tokens, counter.as_ref(), &mut w)
+                });
+                (doc, w)
+            })
+            .collect();
+        let mut docs = Vec::new();
+        let mut planned = Vec::new();
+        for (doc, w) in read {
+            warnings.extend(w);
+            if let Some((mut doc, chunks, citekey)) = doc {
+                if let Some(refs) = &cfg.references {
+                    match refs.find(&doc.path, citekey.as_deref()) {
+                        Some(c) => {
+                            cite(&mut doc, c.clone());
+                            documents_cited += 1;
+                        }
+                        None => metadata_warnings.push(refs.missing(&doc.path)),
+                    }
+                }
+                if reuse.plan(&doc.path, &doc.doc_id).is_none() {
+                    documents_chunked += 1;
+                }
+                docs.push(doc);
+                planned.push(chunks);
+            }
+        }
+
+        enum Slot {
+            Ready(Embedding),
+            /// Index into `pending`.
+            Pending(usize),
+        }
+        let mut slots: Vec<Slot> = Vec::new();
+        let mut pending: Vec<String> = Vec::new();
+        let mut pending_by_hash: HashMap<String, usize> = HashMap::new();
+        if embedder.is_some() {
+            for c in planned.iter().flatten() {
+                let input = embedding_input(&c.section_path, &c.text);
+                let hash = sha256_hex(input.as_bytes());
+                if let Some(e) = reuse.vectors.get(&hash) {
+                    chunks_reused += 1;
+                    slots.push(Slot::Ready(e.clone()));
+                } else if let Some(e) = embedded.get(&hash) {
+                    chunks_shared += 1;
+                    slots.push(Slot::Ready(e.clone()));
+                } else if let Some(&i) = pending_by_hash.get(&hash) {
+                    chunks_shared += 1;
+                    slots.push(Slot::Pending(i));
+                } else {
+                    pending_by_hash.insert(hash, pending.len());
+                    slots.push(Slot::Pending(pending.len()));
+                    pending.push(input);
+                }
+            }
+        }
+        // One chunk per model call: tract's kernels round differently for different batch
+        // shapes, so only unbatched embedding makes a vector a function of its text alone
+        // (identical chunks get identical vectors, and vectors can be reused across builds).
+        // It is also faster here: on 1,535 rust-book chunks, 63 s unbatched vs 73 s in
+        // batches of 16. Each vector is quantized as soon as it comes (quantizing is a
+        // function of the vector alone), and the chunks that share a text share its one copy
+        // (`Embedding::Quantized` holds an `Arc`).
+        let vectors: Vec<Option<Embedding>> = match &embedder {
+            None => vec![None; planned.iter().map(Vec::len).sum()],
+            Some(embedder) => {
+                chunks_embedded += pending.len();
+                let fresh = pending
+                    .into_par_iter()
+                    .map(|text| Ok(Embedding::quantized(&embedder.embed_passage(&text)?)))
+                    .collect::<Result<Vec<_>, docloupe::Error>>()?;
+                for (hash, i) in pending_by_hash {
+                    embedded.insert(hash, fresh[i].clone());
+                }
+                slots
+                    .into_iter()
+                    .map(|slot| {
+                        Some(match slot {
+                            Slot::Ready(e) => e,
+                            Slot::Pending(i) => fresh[i].clone(),
+                        })
+                    })
+                    .collect()
+            }
+        };
+        let mut vectors = vectors.into_iter();
+        for (mut doc, chunks) in docs.into_iter().zip(planned) {
+            doc.chunks = chunks
+                .into_iter()
+                .map(|c| SourceChunk {
+                    section_path: c.section_path,
+                    anchor: c.anchor,
+                    line_start: c.line_start,
+                    line_end: c.line_end,
+                    page_span: c.page_span,
+                    text: c.text,
+                    embedding: vectors.next().expect("one vector slot per chunk"),
+                })
+                .collect();
+            bundle.add(doc)?;
+        }
+        bar.inc(batch.len() as u64);
+    }
+    bar.finish_and_clear();
+    drop(embedded);
+    let documents_processed = bundle.documents();
+    if documents_processed == 0 {
+        bail!(
+            "none of the {} documents under {} could be read",
+            files.len(),
+            cfg.input.display()
+        );
+    }
+    let bundle = bundle.finish()?;
     release_freed_memory();
     let chunks_written = bundle.docs.chunks.len();
     // Encoded a section at a time and written piece by piece: at 100K documents the bundle,
@@ -529,6 +557,10 @@ fn previous_bundle(
 /// A document read and chunked, before embedding, with the citation key its front matter
 /// names.
 type ReadDocument = (SourceDocument, Vec<PlannedChunk>, Option<String>);
+
+/// A file converted by `--model auto`'s first pass (a binary format's: converting it again
+/// would mean another child process), with its warnings, for the build to take over.
+type ReadAhead = (Option<Converted>, Vec<String>);
 
 /// A file read and converted, before chunking (which needs the model's tokenizer).
 struct Converted {

@@ -149,6 +149,10 @@ struct BuildArgs {
     /// Keep the vectors at int8 instead of 4 bits (for quality comparisons).
     #[arg(long, hide = true, conflicts_with = "incremental")]
     int8_vectors: bool,
+    /// Files read, chunked and embedded together (the bundle is the same for any size; tests
+    /// cross the batch boundaries with small ones).
+    #[arg(long, default_value_t = build::BATCH_FILES as u64, value_parser = clap::value_parser!(u64).range(1..), hide = true)]
+    batch_files: u64,
     /// Show no progress bar even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -327,6 +331,7 @@ fn build(args: BuildArgs) -> Result<()> {
         lang,
         compact_threshold: args.compact_threshold,
         int8_vectors: args.int8_vectors,
+        batch_files: usize::try_from(args.batch_files).unwrap_or(usize::MAX),
         progress: !args.quiet && std::io::stderr().is_terminal(),
         references,
         incremental: args.incremental,
