@@ -150,15 +150,7 @@ mod deltas {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     pub fn serialize<S: Serializer>(list: &[u32], s: S) -> Result<S::Ok, S::Error> {
-        let mut previous = 0u32;
-        let steps: Vec<u32> = list
-            .iter()
-            .map(|&x| {
-                let step = x.wrapping_sub(previous);
-                previous = x;
-                step
-            })
-            .collect();
+        let steps: Vec<u32> = crate::index::lexical::deltas(list.iter().copied()).collect();
         steps.serialize(s)
     }
 

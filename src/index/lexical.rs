@@ -180,6 +180,17 @@ pub fn chunks(deltas: impl Iterator<Item = u32>) -> impl Iterator<Item = u32> {
     })
 }
 
+/// The delta encoding [`chunks`] reads: each id's step from the one before (the first entry
+/// is the id itself). Steps wrap, so a list that does not increase still round-trips.
+pub fn deltas(ids: impl Iterator<Item = u32>) -> impl Iterator<Item = u32> {
+    let mut previous = 0u32;
+    ids.map(move |id| {
+        let step = id.wrapping_sub(previous);
+        previous = id;
+        step
+    })
+}
+
 /// Checks that delta-encoded postings are strictly increasing chunk ids below `n_chunks`,
 /// what every reader of postings relies on (once, when a bundle or shard is loaded). The
 /// error says which way they fail.

@@ -614,16 +614,7 @@ impl Packed4 {
         let v = Vectors::from_qvecs(vectors.to_vec())
             .ok()
             .filter(|v| v.bits == 4 && v.sorted_by_chunk())?;
-        let mut prev = 0;
-        let chunk_steps = v
-            .chunks
-            .iter()
-            .map(|&c| {
-                let step = c.wrapping_sub(prev);
-                prev = c;
-                step
-            })
-            .collect();
+        let chunk_steps = super::lexical::deltas(v.chunks.iter().copied()).collect();
         Some(Packed4 {
             dims: v.dims as u32,
             chunk_steps,
