@@ -25,6 +25,47 @@ pub(crate) fn deflate(raw: &[u8]) -> Vec<u8> {
     deflated
 }
 
+/// [`deflate`] of `pieces` joined, without joining them: the same bytes. (`miniz_oxide`, like
+/// miniz, decides nothing until its lookahead is full or the input ends, so where the input
+/// is cut does not show in the output; `deflate_in_pieces_is_deflate` checks it.) A builder
+/// at 100K documents saves a copy of a section's raw bytes, 150 MB of chunk metadata.
+pub(crate) fn deflate_pieces(pieces: &[&[u8]]) -> Vec<u8> {
+    let raw: usize = pieces.iter().map(|p| p.len()).sum();
+    let deflated = compress_pieces(pieces, 9);
+    if raw > deflated.len().saturating_mul(MAX_RATIO) {
+        return compress_pieces(pieces, 0);
+    }
+    deflated
+}
+
+/// `miniz_oxide::deflate::compress_to_vec`, its input in pieces.
+fn compress_pieces(pieces: &[&[u8]], level: u8) -> Vec<u8> {
+    use miniz_oxide::deflate::core::{
+        compress_to_output, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush,
+        TDEFLStatus,
+    };
+    let mut compressor =
+        CompressorOxide::new(create_comp_flags_from_zip_params(level.into(), 0, 0));
+    let mut out = Vec::new();
+    let mut feed = |mut input: &[u8], flush: TDEFLFlush| loop {
+        let (status, used) = compress_to_output(&mut compressor, input, flush, |bytes| {
+            out.extend_from_slice(bytes);
+            true
+        });
+        input = &input[used..];
+        // Writing to a `Vec` cannot fail; `Done` once the stream is finished.
+        debug_assert!(matches!(status, TDEFLStatus::Okay | TDEFLStatus::Done));
+        if input.is_empty() || !matches!(status, TDEFLStatus::Okay) {
+            break;
+        }
+    };
+    for piece in pieces {
+        feed(piece, TDEFLFlush::None);
+    }
+    feed(&[], TDEFLFlush::Finish);
+    out
+}
+
 /// Whether `len` bytes may come out of `deflated` (see [`MAX_RATIO`]).
 pub(crate) fn within_ratio(len: u64, deflated: &[u8]) -> bool {
     len <= (deflated.len() as u64).saturating_mul(MAX_RATIO as u64)
@@ -151,6 +192,15 @@ pub(crate) fn wrap(raw: &[u8], what: &str) -> Result<Vec<u8>> {
 }
 
 /// The bytes a [`wrap`]ped section holds, or `Corrupt` naming `what`.
+/// [`wrap`] of `pieces` joined, in pieces: the deflated bytes are not copied again.
+pub(crate) fn wrap_pieces(pieces: &[&[u8]], what: &str) -> Result<Vec<Vec<u8>>> {
+    let len: usize = pieces.iter().map(|p| p.len()).sum();
+    let deflated = deflate_pieces(pieces);
+    // `Wrapped` as postcard writes it: the two lengths, then the bytes.
+    let head = super::format::to_bytes(&(len as u64, deflated.len()), what)?;
+    Ok(vec![head, deflated])
+}
+
 pub(crate) fn unwrap(section: &[u8], what: &str) -> Result<Vec<u8>> {
     let w: Wrapped = super::format::decode_exact(section, what)?;
     usize::try_from(w.len)
@@ -200,6 +250,48 @@ mod tests {
             unwrap(&wrap(&[], "t").unwrap(), "t").unwrap(),
             Vec::<u8>::new()
         );
+    }
+
+    #[test]
+    fn deflate_in_pieces_is_deflate() {
+        let mut state = 11u32;
+        let mut next = || {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            state >> 16
+        };
+        // Text-like, repetitive bytes, past miniz's 32 KiB window and its 64 KiB code buffer.
+        let raw: Vec<u8> = (0..300_000)
+            .map(|_| b"abcdefgh    \n0123"[next() as usize % 17])
+            .collect();
+        for cuts in [vec![], vec![1], vec![257, 258, 259], vec![65_536, 200_000]] {
+            let mut at = 0;
+            let mut pieces: Vec<&[u8]> = Vec::new();
+            for cut in cuts.iter().copied().chain([raw.len()]) {
+                pieces.push(&raw[at..cut]);
+                at = cut;
+            }
+            assert_eq!(deflate_pieces(&pieces), deflate(&raw), "cut at {cuts:?}");
+            let wrapped: Vec<u8> = wrap_pieces(&pieces, "t").unwrap().concat();
+            assert_eq!(wrapped, wrap(&raw, "t").unwrap());
+        }
+        // Random pieces, and what passes the ratio (stored).
+        let cuts: Vec<usize> = (0..200).map(|_| next() as usize % raw.len()).collect();
+        let mut sorted = cuts.clone();
+        sorted.sort_unstable();
+        let mut at = 0;
+        let pieces: Vec<&[u8]> = sorted
+            .iter()
+            .chain([&raw.len()])
+            .map(|&cut| {
+                let p = &raw[at..cut];
+                at = cut;
+                p
+            })
+            .collect();
+        assert_eq!(deflate_pieces(&pieces), deflate(&raw));
+        let zeros = vec![0u8; 1 << 20];
+        let halves: [&[u8]; 2] = [&zeros[..1000], &zeros[1000..]];
+        assert_eq!(deflate_pieces(&halves), deflate(&zeros));
     }
 
     #[test]

@@ -77,38 +77,48 @@ pub fn encode_pieces(bundle: &Bundle) -> Result<Encoded> {
     assemble(&bundle.header, docs?, lexical?, text?, vectors?)
 }
 
-/// [`encode_pieces`] for a writer done with the bundle: one section at a time, each part of
-/// the bundle dropped once it is bytes, so the most held is the bundle and one section's
-/// bytes rather than every section's at once (the builder at 110,651 documents: the four
-/// side by side took 620 MB over the bundle). `freed` runs after each part is dropped (the
-/// builder hands the freed pages back to the system there). The same bytes.
-pub fn encode_owned(bundle: Bundle, mut freed: impl FnMut()) -> Result<Encoded> {
-    let Bundle {
-        header,
-        docs,
-        lexical,
-        text,
-        vectors,
-    } = bundle;
-    // (Shadowing would keep each part alive to the end: they are dropped by name.)
-    let text_bytes = text.encode()?;
-    drop(text);
-    freed();
-    let docs_bytes = docs_section(&docs)?;
-    drop(docs);
-    freed();
-    let lexical_bytes = lexical_section(&lexical)?;
-    drop(lexical);
-    freed();
-    let vectors_bytes = vectors.as_ref().map(vectors_section).transpose()?;
-    drop(vectors);
-    assemble(
-        &header,
-        docs_bytes,
-        lexical_bytes,
-        text_bytes,
-        vectors_bytes,
-    )
+/// A section's bytes built in pieces, written one after another: postcard values into a
+/// run of small bytes, and large byte strings moved in as pieces of their own (postcard
+/// writes a byte string as its length, then the bytes).
+#[derive(Debug, Default)]
+pub struct Pieces {
+    pieces: Vec<Vec<u8>>,
+    small: Vec<u8>,
+}
+
+impl Pieces {
+    /// Appends `value` as postcard writes it.
+    pub(crate) fn put<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+        self.small = postcard::to_extend(value, std::mem::take(&mut self.small))
+            .map_err(|e| Error::Encode(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Appends `bytes` as postcard writes a byte string, without copying them.
+    pub(crate) fn put_bytes(&mut self, bytes: Vec<u8>) -> Result<()> {
+        self.put(&bytes.len())?;
+        self.pieces.push(std::mem::take(&mut self.small));
+        self.pieces.push(bytes);
+        Ok(())
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<Vec<u8>> {
+        self.pieces.push(self.small);
+        self.pieces.retain(|p| !p.is_empty());
+        self.pieces
+    }
+}
+
+/// The `docs` section of `documents` and their `chunks` chunks, written by
+/// [`super::packed::append`] as they came (the builder's), in pieces.
+pub(crate) fn docs_section_packed(
+    documents: &[Document],
+    chunks: usize,
+    packed: &[u8],
+) -> Result<Vec<Vec<u8>>> {
+    // `DocsOut` as postcard writes it: the documents, the chunk count, the chunks.
+    let head = to_bytes(&(documents, chunks), "docs")?;
+    deflated::wrap_pieces(&[&head, packed], "docs")
 }
 
 fn docs_section(docs: &DocsSection) -> Result<Vec<u8>> {
@@ -126,7 +136,7 @@ fn docs_section(docs: &DocsSection) -> Result<Vec<u8>> {
     deflated::wrap(&raw, "docs")
 }
 
-fn lexical_section(lexical: &LexicalIndex) -> Result<Vec<u8>> {
+pub(crate) fn lexical_section(lexical: &LexicalIndex) -> Result<Vec<u8>> {
     deflated::wrap(&to_bytes(lexical, "lexical")?, "lexical")
 }
 
@@ -142,7 +152,25 @@ fn assemble(
     text: Vec<u8>,
     vectors: Option<Vec<u8>>,
 ) -> Result<Encoded> {
-    let mut parts: Vec<(SectionKind, Vec<u8>)> = vec![
+    assemble_pieces(
+        header,
+        vec![docs],
+        vec![lexical],
+        vec![text],
+        vectors.map(|v| vec![v]),
+    )
+}
+
+/// [`assemble`], each section in pieces, written one after another (a builder hands over its
+/// largest sections without joining them).
+pub(crate) fn assemble_pieces(
+    header: &Header,
+    docs: Vec<Vec<u8>>,
+    lexical: Vec<Vec<u8>>,
+    text: Vec<Vec<u8>>,
+    vectors: Option<Vec<Vec<u8>>>,
+) -> Result<Encoded> {
+    let mut parts: Vec<(SectionKind, Vec<Vec<u8>>)> = vec![
         (SectionKind::Docs, docs),
         (SectionKind::Lexical, lexical),
         (SectionKind::Text, text),
@@ -153,14 +181,20 @@ fn assemble(
     let mut header = header.clone();
     header.sections.clear();
     let mut offset = 0u64;
-    for (kind, bytes) in &parts {
+    for (kind, pieces) in &parts {
+        let mut sha = Sha256::new();
+        let mut len = 0u64;
+        for piece in pieces {
+            sha.update(piece);
+            len += piece.len() as u64;
+        }
         header.sections.push(SectionEntry {
             kind: *kind,
             offset,
-            len: bytes.len() as u64,
-            sha256: Sha256::digest(bytes).into(),
+            len,
+            sha256: sha.finalize().into(),
         });
-        offset += bytes.len() as u64;
+        offset += len;
     }
     let header_bytes = to_bytes(&header, "header")?;
     let header_len =
@@ -173,7 +207,7 @@ fn assemble(
     head.extend_from_slice(&Sha256::digest(&header_bytes));
     head.extend_from_slice(&header_bytes);
     let mut pieces = vec![head];
-    pieces.extend(parts.into_iter().map(|(_, bytes)| bytes));
+    pieces.extend(parts.into_iter().flat_map(|(_, p)| p));
     Ok(Encoded { pieces })
 }
 

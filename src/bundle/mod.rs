@@ -34,12 +34,15 @@ mod text;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use file::BundleFile;
-pub(crate) use format::decode_exact;
+pub(crate) use format::{
+    assemble_pieces, decode_exact, docs_section_packed, lexical_section, Pieces,
+};
 pub use format::{
-    decode, decode_header, decode_lexical, encode, encode_owned, encode_pieces, section_bytes,
-    Encoded, HEADER_START, MAGIC,
+    decode, decode_header, decode_lexical, encode, encode_pieces, section_bytes, Encoded,
+    HEADER_START, MAGIC,
 };
 pub use model::*;
+pub(crate) use packed::append as append_packed_chunks;
 pub use path::{document_path_problem, url_scheme};
 
 /// The format version this engine writes. 2: documents record their citation, chunks

@@ -113,36 +113,59 @@ fn for_each_packed<'a>(
     for (title, count) in runs {
         let (own, after) = rest.split_at(count.min(rest.len()));
         rest = after;
-        let mut path = title;
-        let mut anchor = "";
-        for c in own {
-            let shared = path
-                .iter()
-                .zip(&c.section_path)
-                .take_while(|(a, b)| a == b)
-                .count();
-            f(PackedChunk {
-                id: id_bytes(&c.id).ok_or_else(|| {
-                    Error::Encode(format!("chunk id {:?} is not 32 hex digits", c.id))
-                })?,
-                shared: shared as u32,
-                tail: Cow::Borrowed(&c.section_path[shared..]),
-                anchor: (c.anchor != anchor).then_some(Cow::Borrowed(c.anchor.as_str())),
-                line_start: c.line_start,
-                lines: c
-                    .line_end
-                    .checked_sub(c.line_start)
-                    .ok_or_else(|| Error::Encode("a chunk ends before it starts".into()))?,
-                page_span: c.page_span,
-            })?;
-            path = &c.section_path;
-            anchor = &c.anchor;
-        }
+        pack_run(title, own, &mut f)?;
         if rest.is_empty() {
             break;
         }
     }
     Ok(())
+}
+
+/// Packs one document's chunks (`own`), whose breadcrumbs start from `title`.
+fn pack_run<'a>(
+    title: &'a [String],
+    own: &'a [ChunkMeta],
+    f: &mut impl FnMut(PackedChunk<'a>) -> Result<()>,
+) -> Result<()> {
+    let mut path = title;
+    let mut anchor = "";
+    for c in own {
+        let shared = path
+            .iter()
+            .zip(&c.section_path)
+            .take_while(|(a, b)| a == b)
+            .count();
+        f(PackedChunk {
+            id: id_bytes(&c.id).ok_or_else(|| {
+                Error::Encode(format!("chunk id {:?} is not 32 hex digits", c.id))
+            })?,
+            shared: shared as u32,
+            tail: Cow::Borrowed(&c.section_path[shared..]),
+            anchor: (c.anchor != anchor).then_some(Cow::Borrowed(c.anchor.as_str())),
+            line_start: c.line_start,
+            lines: c
+                .line_end
+                .checked_sub(c.line_start)
+                .ok_or_else(|| Error::Encode("a chunk ends before it starts".into()))?,
+            page_span: c.page_span,
+        })?;
+        path = &c.section_path;
+        anchor = &c.anchor;
+    }
+    Ok(())
+}
+
+/// Appends the chunks of one document, titled `title`, to `out` as [`Packing`] writes them
+/// (postcard writes a sequence's elements back to back): a builder holds its chunk metadata
+/// packed, as it will be written, rather than as `ChunkMeta`s (at 2.24M chunks, about 0.7 GB
+/// less).
+pub(crate) fn append(title: &str, chunks: &[ChunkMeta], out: &mut Vec<u8>) -> Result<()> {
+    let title = [title.to_owned()];
+    pack_run(&title, chunks, &mut |p| {
+        *out = postcard::to_extend(&p, std::mem::take(out))
+            .map_err(|e| Error::Encode(format!("docs: {e}")))?;
+        Ok(())
+    })
 }
 
 /// Reads back the chunks of `documents`, the first of which is document `first_doc` of the

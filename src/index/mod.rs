@@ -10,8 +10,8 @@ use sha2::{Digest, Sha256};
 
 use crate::analyze::{Analyzer, Language};
 use crate::bundle::{
-    AnalyzerConfig, Bundle, ChunkMeta, Citation, Counts, DocsSection, Document, Flags, Header,
-    PageSpan, TextBlocks,
+    AnalyzerConfig, Bundle, ChunkMeta, Citation, Counts, Document, Flags, Header, PageSpan,
+    TextBlocks,
 };
 use crate::embed::ModelInfo;
 use crate::error::{Error, Result};
@@ -159,15 +159,18 @@ pub fn build_bundle(mut docs: Vec<SourceDocument>, opts: &BuildOptions) -> Resul
 
 /// Builds a bundle a document at a time, in path order, so a builder that reads, chunks and
 /// embeds a collection in batches holds each document's text only until it is added: the
-/// text goes into the text section's deflated blocks and the lexical postings at once.
-/// [`build_bundle`] over the same documents gives the same bundle.
+/// text goes into the text section's deflated blocks and the lexical postings at once, and
+/// the chunk metadata is packed as the `docs` section writes it. [`build_bundle`] over the
+/// same documents gives the same bundle, and [`BundleBuilder::encode`] its bytes.
 pub struct BundleBuilder<'a> {
     opts: &'a BuildOptions,
     analyzer: Analyzer,
     cfg: AnalyzerConfig,
     lexical: LexicalBuilder,
     documents: Vec<Document>,
-    chunks: Vec<ChunkMeta>,
+    /// How many chunks, and their metadata as the `docs` section writes it.
+    chunks: usize,
+    packed: Vec<u8>,
     text: TextBlocks,
     vectors: vector::Vectors,
 }
@@ -180,7 +183,8 @@ impl<'a> BundleBuilder<'a> {
             cfg: AnalyzerConfig::default(),
             lexical: LexicalBuilder::default(),
             documents: Vec::new(),
-            chunks: Vec::new(),
+            chunks: 0,
+            packed: Vec::new(),
             text: TextBlocks::default(),
             vectors: vector::Vectors::new(opts.model.as_ref().map_or(0, |m| m.dims as usize)),
         }
@@ -189,6 +193,11 @@ impl<'a> BundleBuilder<'a> {
     /// How many documents have been added.
     pub fn documents(&self) -> usize {
         self.documents.len()
+    }
+
+    /// How many chunks have been added.
+    pub fn chunks(&self) -> usize {
+        self.chunks
     }
 
     /// Adds the next document; its path must sort after the last one's.
@@ -211,8 +220,10 @@ impl<'a> BundleBuilder<'a> {
             .as_deref()
             .map(|t| analyzer.terms(t))
             .unwrap_or_default();
-        let first_chunk = self.chunks.len() as u32;
+        let first_chunk =
+            u32::try_from(self.chunks).map_err(|_| Error::Encode("over 2^32 chunks".into()))?;
         let chunk_count = doc.chunks.len() as u32;
+        let mut metas = Vec::with_capacity(doc.chunks.len());
         for (k, chunk) in doc.chunks.into_iter().enumerate() {
             // The title is section_path[0]; weigh only the headings below it as headings.
             let mut heading_terms = analyzer.terms(
@@ -258,7 +269,7 @@ impl<'a> BundleBuilder<'a> {
                 }
                 (None, _) => {}
             }
-            self.chunks.push(ChunkMeta {
+            metas.push(ChunkMeta {
                 doc: d as u32,
                 chunk_index: k as u32,
                 id: chunk_id(
@@ -276,6 +287,8 @@ impl<'a> BundleBuilder<'a> {
             });
             self.text.push(chunk.text)?;
         }
+        crate::bundle::append_packed_chunks(&doc.title, &metas, &mut self.packed)?;
+        self.chunks += metas.len();
         self.documents.push(Document {
             path: doc.path,
             doc_id: doc.doc_id,
@@ -294,20 +307,36 @@ impl<'a> BundleBuilder<'a> {
         Ok(())
     }
 
-    /// The bundle of every document added.
+    /// The bundle of every document added: the bundle [`BundleBuilder::encode`]'s bytes
+    /// decode to.
     pub fn finish(self) -> Result<Bundle> {
+        crate::bundle::decode(&self.encode(|| {})?.into_bytes())
+    }
+
+    /// The bytes of the bundle of every document added, a section at a time: each part of
+    /// the builder is dropped once its section is bytes, and `freed` runs after each (a
+    /// builder hands the freed pages back to the system there). The largest sections' bytes
+    /// are handed over as they were made, not copied (`text`, the vector blocks).
+    pub fn encode(self, mut freed: impl FnMut()) -> Result<crate::bundle::Encoded> {
         let BundleBuilder {
             opts,
             cfg,
             lexical,
             documents,
             chunks,
+            packed,
             text,
             vectors,
             ..
         } = self;
-        let text = text.finish()?;
+        let text = text.into_pieces()?;
+        let docs = crate::bundle::docs_section_packed(&documents, chunks, &packed)?;
+        drop(packed);
+        freed();
         let lexical = lexical.finish();
+        let terms = lexical.terms.len() as u32;
+        let lexical = vec![crate::bundle::lexical_section(&lexical)?];
+        freed();
         let vectors = opts
             .model
             .is_some()
@@ -319,8 +348,8 @@ impl<'a> BundleBuilder<'a> {
             analyzer: cfg,
             counts: Counts {
                 documents: documents.len() as u32,
-                chunks: chunks.len() as u32,
-                terms: lexical.terms.len() as u32,
+                chunks: chunks as u32,
+                terms,
                 vectors: vectors.as_ref().map_or(0, |v| v.len() as u32),
             },
             flags: Flags {
@@ -329,12 +358,123 @@ impl<'a> BundleBuilder<'a> {
             },
             sections: Vec::new(),
         };
-        Ok(Bundle {
-            header,
-            docs: DocsSection::new(documents, chunks),
-            lexical,
-            text,
-            vectors,
-        })
+        drop(documents);
+        let vectors = vectors.map(|v| v.section_pieces()).transpose()?;
+        freed();
+        crate::bundle::assemble_pieces(&header, docs, lexical, text, vectors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn documents(dims: usize) -> Vec<SourceDocument> {
+        let mut seed = 5u32;
+        let mut unit = || {
+            let v: Vec<f32> = (0..dims)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    (seed >> 16) as f32 / 32_768.0 - 1.0
+                })
+                .collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / norm).collect::<Vec<_>>()
+        };
+        (0..4)
+            .map(|d| SourceDocument {
+                path: format!("guide/{d}.md"),
+                doc_id: format!("{d:032x}"),
+                title: format!("Page {d}"),
+                description: (d % 2 == 0).then(|| "About caching".into()),
+                doc_type: if d == 3 { "pdf" } else { "md" }.into(),
+                date: None,
+                created: Some("2026-01-02".into()),
+                file_size: Some(100 + d as u64),
+                tags: vec!["tag".into()],
+                lang: Language::En,
+                citation: None,
+                chunks: (0..d * 3)
+                    .map(|k| SourceChunk {
+                        section_path: match k % 3 {
+                            0 => vec![format!("Page {d}")],
+                            1 => vec![format!("Page {d}"), "Install".into()],
+                            _ => vec!["Other".into(), "Install".into(), format!("Step {k}")],
+                        },
+                        anchor: if k % 3 == 0 {
+                            String::new()
+                        } else {
+                            "install".into()
+                        },
+                        line_start: 1 + 4 * k as u32,
+                        line_end: 3 + 4 * k as u32,
+                        page_span: (d == 3).then_some(PageSpan { start: 1, end: 2 }),
+                        text: format!("chunk {k} of page {d}: cache the build output ").repeat(k),
+                        embedding: (dims > 0).then(|| Embedding::Fresh(unit())),
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The builder writes its sections as it goes, packed and in pieces; the bytes are those
+    /// the whole bundle it decodes to is written in, with vectors exact, coded or none.
+    #[test]
+    fn what_the_builder_writes_is_the_bundle_it_reads_back_as() {
+        for (dims, compact_threshold) in [(0, 10), (24, 1_000), (24, 1)] {
+            let opts = BuildOptions {
+                builder: "test".into(),
+                project_id: None,
+                model: (dims > 0).then(|| ModelInfo {
+                    id: "test-model".into(),
+                    sha256: "0".repeat(64),
+                    tokenizer_sha256: "1".repeat(64),
+                    dims: dims as u32,
+                    max_tokens: 256,
+                }),
+                compact_threshold,
+                int8_vectors: false,
+            };
+            let docs = documents(dims);
+            let mut builder = BundleBuilder::new(&opts);
+            for doc in docs.clone() {
+                builder.add(doc).unwrap();
+            }
+            assert_eq!((builder.documents(), builder.chunks()), (4, 18));
+            let mut freed = 0;
+            let bytes = builder.encode(|| freed += 1).unwrap().into_bytes();
+            assert_eq!(freed, 3);
+            let read = crate::bundle::decode(&bytes).unwrap();
+            assert_eq!(crate::bundle::encode(&read).unwrap(), bytes, "{dims} dims");
+            assert_eq!(read.header.counts.chunks, 18);
+            assert_eq!(read.vectors.is_some(), dims > 0);
+            // What went in comes out.
+            let chunks = docs.iter().flat_map(|d| &d.chunks);
+            for (i, (meta, source)) in read.docs.chunks.iter().zip(chunks).enumerate() {
+                assert_eq!(meta.section_path, source.section_path);
+                assert_eq!(
+                    (&meta.anchor, meta.line_end),
+                    (&source.anchor, source.line_end)
+                );
+                assert_eq!(meta.page_span, source.page_span);
+                assert_eq!(read.text.get(i).unwrap(), source.text);
+            }
+            assert_eq!(build_bundle(docs, &opts).unwrap().docs, read.docs);
+        }
+    }
+
+    #[test]
+    fn a_chunk_that_ends_before_it_starts_is_refused_when_added() {
+        let opts = BuildOptions {
+            builder: "test".into(),
+            project_id: None,
+            model: None,
+            compact_threshold: 10,
+            int8_vectors: false,
+        };
+        let mut doc = documents(0).remove(2);
+        doc.chunks[1].line_end = 0;
+        let err = BundleBuilder::new(&opts).add(doc).unwrap_err();
+        assert!(err.to_string().contains("ends before it starts"), "{err}");
     }
 }
