@@ -212,6 +212,25 @@ impl<'a> BundleBuilder<'a> {
             }
         }
         let (analyzer, cfg, opts) = (&self.analyzer, &self.cfg, self.opts);
+        // Whatever refuses a document is found before any of it is added: a refused document
+        // leaves the builder as it was.
+        for (k, chunk) in doc.chunks.iter().enumerate() {
+            let refused = if chunk.line_end < chunk.line_start {
+                "ends before it starts".to_owned()
+            } else {
+                match (&opts.model, &chunk.embedding) {
+                    (Some(m), Some(v)) if v.dims() != m.dims as usize => {
+                        format!("has {} dims, model {} has {}", v.dims(), m.id, m.dims)
+                    }
+                    (Some(_), None) => "has no embedding".to_owned(),
+                    _ => continue,
+                }
+            };
+            return Err(Error::Encode(format!(
+                "chunk {k} of {} {refused}",
+                doc.path
+            )));
+        }
         let model_id = opts.model.as_ref().map_or("none", |m| m.id.as_str());
         let d = self.documents.len();
         let title_terms = analyzer.terms(&doc.title);
@@ -244,30 +263,13 @@ impl<'a> BundleBuilder<'a> {
                 (heading_terms.as_slice(), cfg.heading_weight),
                 (body_terms.as_slice(), cfg.body_weight),
             ]);
-            match (&opts.model, chunk.embedding) {
-                (Some(m), Some(v)) if v.dims() == m.dims as usize => {
-                    let v = v.into_qvec(id);
-                    let four = !opts.int8_vectors && crate::embed::four_bit_vectors(&m.id);
-                    let v = if four { v.to_4bit() } else { v };
-                    self.vectors
-                        .push(v.chunk, v.scale, &v.data)
-                        .map_err(Error::Encode)?;
-                }
-                (Some(m), Some(v)) => {
-                    return Err(Error::Encode(format!(
-                        "chunk {id} has {} dims, model {} has {}",
-                        v.dims(),
-                        m.id,
-                        m.dims
-                    )))
-                }
-                (Some(_), None) => {
-                    return Err(Error::Encode(format!(
-                        "chunk {id} of {} has no embedding",
-                        doc.path
-                    )))
-                }
-                (None, _) => {}
+            if let (Some(m), Some(v)) = (&opts.model, chunk.embedding) {
+                let v = v.into_qvec(id);
+                let four = !opts.int8_vectors && crate::embed::four_bit_vectors(&m.id);
+                let v = if four { v.to_4bit() } else { v };
+                self.vectors
+                    .push(v.chunk, v.scale, &v.data)
+                    .map_err(Error::Encode)?;
             }
             metas.push(ChunkMeta {
                 doc: d as u32,
@@ -474,7 +476,57 @@ mod tests {
         };
         let mut doc = documents(0).remove(2);
         doc.chunks[1].line_end = 0;
-        let err = BundleBuilder::new(&opts).add(doc).unwrap_err();
-        assert!(err.to_string().contains("ends before it starts"), "{err}");
+        let mut builder = BundleBuilder::new(&opts);
+        let err = builder.add(doc).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("chunk 1 of guide/2.md ends before it starts"),
+            "{err}"
+        );
+        // Nothing of it was added: the next document builds the bundle it would alone.
+        let next = documents(0).remove(3);
+        builder.add(next.clone()).unwrap();
+        let alone = build_bundle(vec![next], &opts).unwrap();
+        assert_eq!(builder.finish().unwrap().docs, alone.docs);
+    }
+
+    #[test]
+    fn a_chunk_without_its_vector_is_refused_before_anything_is_added() {
+        let model = ModelInfo {
+            id: "test-model".into(),
+            sha256: "0".repeat(64),
+            tokenizer_sha256: "1".repeat(64),
+            dims: 24,
+            max_tokens: 256,
+        };
+        let opts = BuildOptions {
+            builder: "test".into(),
+            project_id: None,
+            model: Some(model),
+            compact_threshold: 1_000,
+            int8_vectors: false,
+        };
+        let docs = documents(24);
+        let mut short = docs[2].clone();
+        short.chunks[4].embedding = Some(Embedding::Fresh(vec![0.5; 12]));
+        let mut missing = docs[2].clone();
+        missing.chunks[5].embedding = None;
+        let mut builder = BundleBuilder::new(&opts);
+        for (bad, says) in [
+            (
+                short,
+                "chunk 4 of guide/2.md has 12 dims, model test-model has 24",
+            ),
+            (missing, "chunk 5 of guide/2.md has no embedding"),
+        ] {
+            let err = builder.add(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        builder.add(docs[3].clone()).unwrap();
+        let alone = build_bundle(vec![docs[3].clone()], &opts).unwrap();
+        let built = builder.finish().unwrap();
+        assert_eq!(built.docs, alone.docs);
+        assert_eq!(built.lexical, alone.lexical);
+        assert_eq!(built.vectors.unwrap().len(), 9);
     }
 }
