@@ -514,3 +514,54 @@ fn a_deflated_section_that_does_not_inflate_is_refused_at_load() {
         }
     }
 }
+
+/// The split layout's writer checks the vectors on their own (`check_vectors`), lets them
+/// go, then decodes the rest without them (`decode_lexical`): together, the verdict of a
+/// whole decode, and a good bundle passes both.
+#[test]
+fn vectors_checked_apart_are_refused_as_a_whole_decode_refuses_them() {
+    use bundle::SectionKind::Vectors;
+    let good = good();
+    bundle::check_vectors(&good).unwrap();
+    bundle::decode_lexical(&good).unwrap();
+    let stream = |s: &[u8]| {
+        // After the variant, bits a value, dims, the number of blocks, the first block's
+        // rows and its stream's length (as in the test above).
+        let mut at = 0;
+        for _ in 0..6 {
+            at += s[at..].iter().take_while(|b| **b >= 0x80).count() + 1;
+        }
+        at
+    };
+    type Edit = Box<dyn Fn(&mut Vec<u8>)>;
+    let edits: [(&str, Edit); 3] = [
+        (
+            "a block that does not inflate",
+            Box::new(move |s| {
+                let at = stream(s);
+                s[at] = 0xff
+            }),
+        ),
+        ("a section cut short", Box::new(|s| s.truncate(s.len() - 1))),
+        ("another kind of index", Box::new(|s| s[0] = 0x7f)),
+    ];
+    for (what, edit) in edits {
+        let bad = with_section(&good, Vectors, edit);
+        let whole = bundle::decode(&bad).err();
+        let apart = bundle::check_vectors(&bad).err();
+        assert!(whole.is_some(), "{what}");
+        assert_eq!(
+            apart.map(|e| e.to_string()),
+            whole.map(|e| e.to_string()),
+            "{what}"
+        );
+    }
+    // A file whose vectors section fails its checksum is refused before it is decoded.
+    let mut flipped = good.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    assert!(matches!(
+        bundle::check_vectors(&flipped),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+}

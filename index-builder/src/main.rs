@@ -487,7 +487,10 @@ fn split(
     sizes: docloupe::bundle::split::ShardSizes,
 ) -> Result<()> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let bundle = docloupe::bundle::decode(&bytes)?;
+    // The vectors are cut from their section's bytes as they are: checked whole first (the
+    // same checks as a full decode), then let go before the rest is decoded.
+    docloupe::bundle::check_vectors(&bytes)?;
+    let bundle = docloupe::bundle::decode_lexical(&bytes)?;
     // Each file is written as it is made; only its name and size are kept for the report.
     let mut out_dir = build::DirWriter::new(out, "split")?;
     let mut files: Vec<(String, usize)> = Vec::new();

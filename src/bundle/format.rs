@@ -348,6 +348,28 @@ pub fn decode_lexical(bytes: &[u8]) -> Result<Bundle> {
     decode_with(bytes, false)
 }
 
+/// Checks what [`decode`] checks of a bundle's vectors section and [`decode_lexical`] does
+/// not (that it decodes, and fits the header's chunks and model), holding the decoded
+/// vectors only while it looks. With [`decode_lexical`] after it, the same checks as
+/// [`decode`] without holding the vectors beside the rest: what the split layout's writer
+/// needs, which cuts the section's bytes as they are (at 2.24M vectors, 0.56 GB less).
+pub fn check_vectors(bytes: &[u8]) -> Result<()> {
+    let (header, body_start) = decode_header(bytes)?;
+    let Some(entry) = header
+        .sections
+        .iter()
+        .find(|s| s.kind == SectionKind::Vectors)
+    else {
+        return Ok(());
+    };
+    let raw = section_bytes(bytes, body_start, entry)?;
+    verify_section(raw, entry)?;
+    crate::index::vector::validate_graph_bytes(raw)?;
+    let vectors = crate::index::vector::decode(raw)?;
+    let dims = header.embedding.as_ref().map_or(0, |m| m.dims);
+    vectors.validate(header.counts.chunks as usize, dims as usize)
+}
+
 fn decode_with(bytes: &[u8], with_vectors: bool) -> Result<Bundle> {
     let (header, body_start) = decode_header(bytes)?;
     check_sections_fit(&header, body_start, bytes.len() as u64)?;

@@ -38,8 +38,8 @@ pub(crate) use format::{
     assemble_pieces, decode_exact, docs_section_packed, lexical_section, Pieces,
 };
 pub use format::{
-    decode, decode_header, decode_lexical, encode, encode_pieces, section_bytes, Encoded,
-    HEADER_START, MAGIC,
+    check_vectors, decode, decode_header, decode_lexical, encode, encode_pieces, section_bytes,
+    Encoded, HEADER_START, MAGIC,
 };
 pub use model::*;
 pub(crate) use packed::append as append_packed_chunks;

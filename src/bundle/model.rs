@@ -9,7 +9,7 @@ use crate::embed::ModelInfo;
 use crate::index::lexical::LexicalIndex;
 use crate::index::vector::VectorIndex;
 
-pub use super::text::{TextBlocks, TextSection};
+pub use super::text::{TextBlocks, TextReader, TextSection};
 
 /// Describes the bundle; small, read first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

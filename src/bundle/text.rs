@@ -103,13 +103,11 @@ impl TextSection {
                 if i >= self.len() {
                     return Err(no_text(i));
                 }
-                let k = b.starts.partition_point(|&s| s as usize <= i) - 1;
+                let k = b.block_of(i);
                 let texts = b.inflated[k]
                     .get_or_init(|| inflate(&b.blocks[k]))
                     .as_ref()
-                    .map_err(|()| {
-                        Error::Corrupt(format!("text block {k} does not inflate to its texts"))
-                    })?;
+                    .map_err(|()| not_inflating(k))?;
                 Ok(&texts[i - b.starts[k] as usize])
             }
         }
@@ -177,6 +175,64 @@ impl TextSection {
                 inflated,
             }),
         })
+    }
+}
+
+impl Blocks {
+    /// The block chunk `i` (< the count) is in.
+    fn block_of(&self, i: usize) -> usize {
+        self.starts.partition_point(|&s| s as usize <= i) - 1
+    }
+}
+
+fn not_inflating(k: usize) -> Error {
+    Error::Corrupt(format!("text block {k} does not inflate to its texts"))
+}
+
+/// Reads a section's texts in chunk order, inflating each block once and keeping only the
+/// last one it inflated ([`TextSection::get`] keeps every block it inflates, which a reader
+/// of every text, such as the split layout's writer, need not: at 2.24M chunks that is over
+/// 1 GB of strings).
+pub struct TextReader<'a> {
+    section: &'a TextSection,
+    block: Option<(usize, Vec<String>)>,
+}
+
+impl<'a> TextReader<'a> {
+    pub fn new(section: &'a TextSection) -> TextReader<'a> {
+        TextReader {
+            section,
+            block: None,
+        }
+    }
+
+    /// Chunk `i`'s text.
+    pub fn get(&mut self, i: usize) -> Result<&str> {
+        let section: &'a TextSection = self.section;
+        let b = match &section.store {
+            Store::Plain(_) => return section.get(i),
+            Store::Blocks(b) => b,
+        };
+        if i >= section.len() {
+            return Err(no_text(i));
+        }
+        let k = b.block_of(i);
+        let at = i - b.starts[k] as usize;
+        // A block a search has inflated already is read where it is.
+        if let Some(Ok(texts)) = b.inflated[k].get() {
+            return Ok(&texts[at]);
+        }
+        if self.block.as_ref().is_none_or(|(held, _)| *held != k) {
+            let texts = inflate(&b.blocks[k]).map_err(|()| not_inflating(k))?;
+            self.block = Some((k, texts));
+        }
+        let (_, texts) = self.block.as_ref().expect("the block was just read");
+        Ok(&texts[at])
+    }
+
+    /// The texts of chunks `range`, as owned strings.
+    pub fn range(&mut self, range: Range<usize>) -> Result<Vec<String>> {
+        range.map(|i| self.get(i).map(str::to_owned)).collect()
     }
 }
 
@@ -337,6 +393,16 @@ mod tests {
         assert_eq!(read.get(0).unwrap(), plain[0]);
         assert_eq!(read.all().unwrap(), plain);
         assert!(matches!(read.get(2_000), Err(Error::Corrupt(_))));
+        // Read in order without keeping the blocks: the same texts, none left inflated.
+        let fresh = TextSection::decode(&bytes, 7).unwrap();
+        let mut reader = TextReader::new(&fresh);
+        assert_eq!(reader.range(0..2_000).unwrap(), plain);
+        assert_eq!(reader.get(3).unwrap(), plain[3]);
+        assert!(matches!(reader.get(2_000), Err(Error::Corrupt(_))));
+        match &fresh.store {
+            Store::Blocks(b) => assert!(b.inflated.iter().all(|c| c.get().is_none())),
+            Store::Plain(_) => unreachable!(),
+        }
         // Written again as read, byte for byte.
         assert_eq!(read.encode().unwrap(), bytes);
         assert!(TextSection::new(Vec::new()).encode().unwrap().len() < 4);
@@ -412,8 +478,14 @@ mod tests {
             block(2, good.raw, good.deflated.0.clone()),
             block(3, good.raw, b"not deflate at all".to_vec()),
         ] {
-            let read = TextSection::decode(&write(&[bad]), 7).unwrap();
+            let section = write(&[bad]);
+            let read = TextSection::decode(&section, 7).unwrap();
             assert!(matches!(read.get(0), Err(Error::Corrupt(_))));
+            let read = TextSection::decode(&section, 7).unwrap();
+            assert!(matches!(
+                TextReader::new(&read).get(0),
+                Err(Error::Corrupt(_))
+            ));
         }
         // Formats before 7: plain strings.
         let plain = super::super::format::to_bytes(&PlainOut { texts: texts(2) }, "t").unwrap();

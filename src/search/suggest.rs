@@ -199,6 +199,8 @@ pub fn surface_forms(bundle: &crate::bundle::Bundle) -> crate::error::Result<Vec
         }
     }
     let mut counts: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); lexical.terms.len()];
+    // In chunk order, each text block inflated once and not kept.
+    let mut text = crate::bundle::TextReader::new(&bundle.text);
     for (c, terms) in sampled.iter().enumerate().filter(|(_, t)| !t.is_empty()) {
         let meta = &bundle.docs.chunks[c];
         let Some(doc) = bundle.docs.documents.get(meta.doc as usize) else {
@@ -211,11 +213,7 @@ pub fn surface_forms(bundle: &crate::bundle::Bundle) -> crate::error::Result<Vec
         };
         count_words(
             &analyzer,
-            &[
-                bundle.text.get(c)?,
-                &doc.title,
-                &meta.section_path.join(" "),
-            ],
+            &[text.get(c)?, &doc.title, &meta.section_path.join(" ")],
             id,
             |i, word| *counts[i].entry(word).or_default() += 1,
         );
