@@ -354,3 +354,39 @@ fn older_chunk_metadata_reads_back_the_same_from_the_packed_form() {
     };
     assert_eq!(without_ids(&v5.docs), without_ids(&v4.docs));
 }
+
+/// What an incremental build keeps of the previous bundle, read apart from a whole decode:
+/// the chunk metadata as written, a document at a time (formats 5 on; `None` before, whose
+/// chunks were laid out otherwise), the texts, and the vectors give back what the whole
+/// decode does, from every frozen format.
+#[test]
+fn every_format_reads_back_apart_as_it_decodes_whole() {
+    let frozen = [V1, V1_HYBRID, V2_MIXED, V3, V4, V5, V6, V7, V8];
+    for (k, bytes) in frozen.into_iter().enumerate() {
+        let whole = bundle::decode(bytes).unwrap();
+        let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+        match bundle::packed_docs(bytes).unwrap() {
+            Some(docs) => {
+                assert!(version >= 5, "fixture {k}");
+                assert_eq!(docs.documents(), whole.docs.documents.as_slice());
+                for (d, doc) in whole.docs.documents.iter().enumerate() {
+                    let run =
+                        doc.first_chunk as usize..(doc.first_chunk + doc.chunk_count) as usize;
+                    assert_eq!(docs.chunks(d).unwrap(), whole.docs.chunks[run]);
+                }
+            }
+            None => assert!(version < 5, "fixture {k}"),
+        }
+        assert_eq!(
+            bundle::decode_text(bytes).unwrap(),
+            whole.text,
+            "fixture {k}"
+        );
+        let vectors = bundle::decode_vectors(bytes).unwrap();
+        assert_eq!(
+            vectors.map(|v| v.vectors().collect::<Vec<_>>()),
+            whole.vectors.map(|v| v.vectors().collect::<Vec<_>>()),
+            "fixture {k}"
+        );
+    }
+}

@@ -191,7 +191,6 @@ pub(crate) fn wrap(raw: &[u8], what: &str) -> Result<Vec<u8>> {
     )
 }
 
-/// The bytes a [`wrap`]ped section holds, or `Corrupt` naming `what`.
 /// [`wrap`] of `pieces` joined, in pieces: the deflated bytes are not copied again.
 pub(crate) fn wrap_pieces(pieces: &[&[u8]], what: &str) -> Result<Vec<Vec<u8>>> {
     let len: usize = pieces.iter().map(|p| p.len()).sum();
@@ -201,6 +200,7 @@ pub(crate) fn wrap_pieces(pieces: &[&[u8]], what: &str) -> Result<Vec<Vec<u8>>> 
     Ok(vec![head, deflated])
 }
 
+/// The bytes a [`wrap`]ped section holds, or `Corrupt` naming `what`.
 pub(crate) fn unwrap(section: &[u8], what: &str) -> Result<Vec<u8>> {
     let w: Wrapped = super::format::decode_exact(section, what)?;
     usize::try_from(w.len)

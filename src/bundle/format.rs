@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::deflated;
 use super::model::*;
-use super::packed::{budget_for, check, unpack, DocsIn, DocsOut, Packing};
+use super::packed::{budget_for, check, unpack, DocsIn, DocsOut, PackedDocs, Packing};
 use super::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::index::lexical::LexicalIndex;
@@ -354,20 +354,75 @@ pub fn decode_lexical(bytes: &[u8]) -> Result<Bundle> {
 /// [`decode`] without holding the vectors beside the rest: what the split layout's writer
 /// needs, which cuts the section's bytes as they are (at 2.24M vectors, 0.56 GB less).
 pub fn check_vectors(bytes: &[u8]) -> Result<()> {
+    decode_vectors(bytes).map(drop)
+}
+
+/// A bundle's vectors alone (`None`: it has none), checked as [`check_vectors`] checks them.
+pub fn decode_vectors(bytes: &[u8]) -> Result<Option<VectorIndex>> {
     let (header, body_start) = decode_header(bytes)?;
     let Some(entry) = header
         .sections
         .iter()
         .find(|s| s.kind == SectionKind::Vectors)
     else {
-        return Ok(());
+        return Ok(None);
     };
     let raw = section_bytes(bytes, body_start, entry)?;
     verify_section(raw, entry)?;
     crate::index::vector::validate_graph_bytes(raw)?;
     let vectors = crate::index::vector::decode(raw)?;
     let dims = header.embedding.as_ref().map_or(0, |m| m.dims);
-    vectors.validate(header.counts.chunks as usize, dims as usize)
+    vectors.validate(header.counts.chunks as usize, dims as usize)?;
+    Ok(Some(vectors))
+}
+
+/// A bundle's `text` section alone, its checksum verified (its blocks are checked as they are
+/// read).
+pub fn decode_text(bytes: &[u8]) -> Result<TextSection> {
+    let version = check_prefix(
+        bytes,
+        MAGIC,
+        HEADER_START,
+        (OLDEST_FORMAT_VERSION, FORMAT_VERSION),
+    )?;
+    let (header, body_start) = decode_header(bytes)?;
+    let entry = header
+        .sections
+        .iter()
+        .find(|s| s.kind == SectionKind::Text)
+        .ok_or_else(|| Error::Corrupt("no text section".into()))?;
+    let section = section_bytes(bytes, body_start, entry)?;
+    verify_section(section, entry)?;
+    TextSection::decode(section, version)
+}
+
+/// A bundle's documents and chunk metadata as its `docs` section writes them, read back a
+/// document at a time ([`PackedDocs`]); `None` for formats before 5, which laid chunks out
+/// otherwise. The section's checksum is verified; what it holds is checked as it is read.
+pub fn packed_docs(bytes: &[u8]) -> Result<Option<PackedDocs>> {
+    let version = check_prefix(
+        bytes,
+        MAGIC,
+        HEADER_START,
+        (OLDEST_FORMAT_VERSION, FORMAT_VERSION),
+    )?;
+    if version < 5 {
+        return Ok(None);
+    }
+    let (header, body_start) = decode_header(bytes)?;
+    let entry = header
+        .sections
+        .iter()
+        .find(|s| s.kind == SectionKind::Docs)
+        .ok_or_else(|| Error::Corrupt("no docs section".into()))?;
+    let section = section_bytes(bytes, body_start, entry)?;
+    verify_section(section, entry)?;
+    let raw = if version >= 8 {
+        deflated::unwrap(section, "docs")?
+    } else {
+        section.to_vec()
+    };
+    PackedDocs::parse(raw).map(Some)
 }
 
 fn decode_with(bytes: &[u8], with_vectors: bool) -> Result<Bundle> {

@@ -38,11 +38,12 @@ pub(crate) use format::{
     assemble_pieces, decode_exact, docs_section_packed, lexical_section, Pieces,
 };
 pub use format::{
-    check_vectors, decode, decode_header, decode_lexical, encode, encode_pieces, section_bytes,
-    Encoded, HEADER_START, MAGIC,
+    check_vectors, decode, decode_header, decode_lexical, decode_text, decode_vectors, encode,
+    encode_pieces, packed_docs, section_bytes, Encoded, HEADER_START, MAGIC,
 };
 pub use model::*;
 pub(crate) use packed::append as append_packed_chunks;
+pub use packed::PackedDocs;
 pub use path::{document_path_problem, url_scheme};
 
 /// The format version this engine writes. 2: documents record their citation, chunks
