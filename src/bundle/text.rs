@@ -103,11 +103,16 @@ impl TextSection {
                 if i >= self.len() {
                     return Err(no_text(i));
                 }
-                let k = b.block_of(i);
+                // (Written out here rather than through `Blocks::block_of` and `not_inflating`,
+                // which `TextReader` uses: this way the lexical wasm build is 127 B smaller
+                // brotli-compressed, on a first answer with a 0.3 KB margin.)
+                let k = b.starts.partition_point(|&s| s as usize <= i) - 1;
                 let texts = b.inflated[k]
                     .get_or_init(|| inflate(&b.blocks[k]))
                     .as_ref()
-                    .map_err(|()| not_inflating(k))?;
+                    .map_err(|()| {
+                        Error::Corrupt(format!("text block {k} does not inflate to its texts"))
+                    })?;
                 Ok(&texts[i - b.starts[k] as usize])
             }
         }
