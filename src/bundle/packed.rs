@@ -194,6 +194,21 @@ impl PackedDocs {
                 "docs: documents own {total} chunks, {count} are written"
             )));
         }
+        // Chunks follow their documents, which are sorted by path (what the whole decode
+        // checks of them, and what a reader finding a document by path relies on).
+        let mut next = 0u64;
+        for (i, doc) in documents.iter().enumerate() {
+            if doc.first_chunk as u64 != next {
+                return Err(Error::Corrupt(format!(
+                    "docs: document {i} starts at chunk {}, expected {next}",
+                    doc.first_chunk
+                )));
+            }
+            next += doc.chunk_count as u64;
+        }
+        if !documents.windows(2).all(|w| w[0].path < w[1].path) {
+            return Err(Error::Corrupt("documents are not sorted by path".into()));
+        }
         let mut starts = Vec::with_capacity(documents.len() + 1);
         for doc in &documents {
             starts.push(raw.len() - rest.len());
@@ -397,6 +412,50 @@ mod tests {
         // The same documents as the 8th.. of a bundle: only `doc` moves.
         let moved = unpack(&docs, 7, packed, 1 << 20).unwrap();
         assert!(moved.iter().zip(&chunks).all(|(m, c)| m.doc == c.doc + 7));
+    }
+
+    /// The `docs` section's raw bytes, as `DocsOut` writes them.
+    fn raw(docs: &[Document], chunks: &[ChunkMeta]) -> Vec<u8> {
+        postcard::to_allocvec(&DocsOut {
+            documents: docs,
+            chunks: Packing {
+                documents: docs,
+                chunks,
+            },
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn packed_docs_read_a_document_at_a_time_as_written() {
+        let docs = vec![doc("A", 0, 3), doc("B", 3, 0), doc("C", 3, 2)];
+        let chunks = vec![
+            chunk(0, 0, &["A"], ""),
+            chunk(0, 1, &["A", "Install"], "install"),
+            chunk(0, 2, &["A", "Install"], "install"),
+            chunk(2, 0, &["C", "x"], "x"),
+            chunk(2, 1, &["C", "x", "y"], "y"),
+        ];
+        let read = PackedDocs::parse(raw(&docs, &chunks)).unwrap();
+        assert_eq!(read.documents(), docs.as_slice());
+        assert_eq!(read.chunks(0).unwrap(), chunks[..3]);
+        assert!(read.chunks(1).unwrap().is_empty());
+        assert_eq!(read.chunks(2).unwrap(), chunks[3..]);
+        // What the whole decode refuses of the documents, and bytes that do not add up.
+        let refused = |docs: &[Document], extra: &[u8]| {
+            let mut bytes = raw(docs, &chunks);
+            bytes.extend_from_slice(extra);
+            PackedDocs::parse(bytes).unwrap_err().to_string()
+        };
+        let mut gap = docs.clone();
+        gap[2].first_chunk = 4;
+        assert!(refused(&gap, &[]).contains("starts at chunk 4, expected 3"));
+        let unsorted = vec![doc("C", 0, 2), doc("B", 2, 0), doc("A", 2, 3)];
+        assert!(refused(&unsorted, &[]).contains("not sorted by path"));
+        assert!(refused(&docs, &[0]).contains("after the last chunk"));
+        let mut short = raw(&docs, &chunks);
+        short.truncate(short.len() - 1);
+        assert!(PackedDocs::parse(short).is_err());
     }
 
     #[test]
