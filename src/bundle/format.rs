@@ -359,16 +359,10 @@ pub fn check_vectors(bytes: &[u8]) -> Result<()> {
 
 /// A bundle's vectors alone (`None`: it has none), checked as [`check_vectors`] checks them.
 pub fn decode_vectors(bytes: &[u8]) -> Result<Option<VectorIndex>> {
-    let (header, body_start) = decode_header(bytes)?;
-    let Some(entry) = header
-        .sections
-        .iter()
-        .find(|s| s.kind == SectionKind::Vectors)
-    else {
+    let (_, header, raw) = verified_section(bytes, SectionKind::Vectors)?;
+    let Some(raw) = raw else {
         return Ok(None);
     };
-    let raw = section_bytes(bytes, body_start, entry)?;
-    verify_section(raw, entry)?;
     crate::index::vector::validate_graph_bytes(raw)?;
     let vectors = crate::index::vector::decode(raw)?;
     let dims = header.embedding.as_ref().map_or(0, |m| m.dims);
@@ -379,50 +373,42 @@ pub fn decode_vectors(bytes: &[u8]) -> Result<Option<VectorIndex>> {
 /// A bundle's `text` section alone, its checksum verified (its blocks are checked as they are
 /// read).
 pub fn decode_text(bytes: &[u8]) -> Result<TextSection> {
-    let version = check_prefix(
-        bytes,
-        MAGIC,
-        HEADER_START,
-        (OLDEST_FORMAT_VERSION, FORMAT_VERSION),
-    )?;
-    let (header, body_start) = decode_header(bytes)?;
-    let entry = header
-        .sections
-        .iter()
-        .find(|s| s.kind == SectionKind::Text)
-        .ok_or_else(|| Error::Corrupt("no text section".into()))?;
-    let section = section_bytes(bytes, body_start, entry)?;
-    verify_section(section, entry)?;
-    TextSection::decode(section, version)
+    match verified_section(bytes, SectionKind::Text)? {
+        (version, _, Some(section)) => TextSection::decode(section, version),
+        _ => Err(Error::Corrupt("no text section".into())),
+    }
 }
 
 /// A bundle's documents and chunk metadata as its `docs` section writes them, read back a
 /// document at a time ([`PackedDocs`]); `None` for formats before 5, which laid chunks out
 /// otherwise. The section's checksum is verified; what it holds is checked as it is read.
 pub fn packed_docs(bytes: &[u8]) -> Result<Option<PackedDocs>> {
-    let version = check_prefix(
-        bytes,
-        MAGIC,
-        HEADER_START,
-        (OLDEST_FORMAT_VERSION, FORMAT_VERSION),
-    )?;
+    let (version, _, section) = verified_section(bytes, SectionKind::Docs)?;
+    let section = section.ok_or_else(|| Error::Corrupt("no docs section".into()))?;
     if version < 5 {
         return Ok(None);
     }
-    let (header, body_start) = decode_header(bytes)?;
-    let entry = header
-        .sections
-        .iter()
-        .find(|s| s.kind == SectionKind::Docs)
-        .ok_or_else(|| Error::Corrupt("no docs section".into()))?;
-    let section = section_bytes(bytes, body_start, entry)?;
-    verify_section(section, entry)?;
     let raw = if version >= 8 {
         deflated::unwrap(section, "docs")?
     } else {
         section.to_vec()
     };
     PackedDocs::parse(raw).map(Some)
+}
+
+/// The format version, the header and section `kind` of a whole bundle in memory (`None`:
+/// it has none), the section's checksum verified: for readers of one section alone.
+fn verified_section(bytes: &[u8], kind: SectionKind) -> Result<(u32, Header, Option<&[u8]>)> {
+    let (header, body_start) = decode_header(bytes)?;
+    let section = match header.sections.iter().find(|s| s.kind == kind) {
+        Some(entry) => {
+            let section = section_bytes(bytes, body_start, entry)?;
+            verify_section(section, entry)?;
+            Some(section)
+        }
+        None => None,
+    };
+    Ok((version_of(bytes), header, section))
 }
 
 fn decode_with(bytes: &[u8], with_vectors: bool) -> Result<Bundle> {

@@ -168,8 +168,7 @@ pub struct BundleBuilder<'a> {
     cfg: AnalyzerConfig,
     lexical: LexicalBuilder,
     documents: Vec<Document>,
-    /// How many chunks, and their metadata as the `docs` section writes it.
-    chunks: usize,
+    /// The chunks' metadata as the `docs` section writes it.
     packed: Vec<u8>,
     text: TextBlocks,
     vectors: vector::Vectors,
@@ -183,7 +182,6 @@ impl<'a> BundleBuilder<'a> {
             cfg: AnalyzerConfig::default(),
             lexical: LexicalBuilder::default(),
             documents: Vec::new(),
-            chunks: 0,
             packed: Vec::new(),
             text: TextBlocks::default(),
             vectors: vector::Vectors::new(opts.model.as_ref().map_or(0, |m| m.dims as usize)),
@@ -197,7 +195,10 @@ impl<'a> BundleBuilder<'a> {
 
     /// How many chunks have been added.
     pub fn chunks(&self) -> usize {
-        self.chunks
+        // Documents own consecutive runs of chunks.
+        self.documents
+            .last()
+            .map_or(0, |d| d.first_chunk as usize + d.chunk_count as usize)
     }
 
     /// Adds the next document; its path must sort after the last one's.
@@ -240,7 +241,7 @@ impl<'a> BundleBuilder<'a> {
             .map(|t| analyzer.terms(t))
             .unwrap_or_default();
         let first_chunk =
-            u32::try_from(self.chunks).map_err(|_| Error::Encode("over 2^32 chunks".into()))?;
+            u32::try_from(self.chunks()).map_err(|_| Error::Encode("over 2^32 chunks".into()))?;
         let chunk_count = doc.chunks.len() as u32;
         let mut metas = Vec::with_capacity(doc.chunks.len());
         for (k, chunk) in doc.chunks.into_iter().enumerate() {
@@ -290,7 +291,6 @@ impl<'a> BundleBuilder<'a> {
             self.text.push(chunk.text)?;
         }
         crate::bundle::append_packed_chunks(&doc.title, &metas, &mut self.packed)?;
-        self.chunks += metas.len();
         self.documents.push(Document {
             path: doc.path,
             doc_id: doc.doc_id,
@@ -320,12 +320,12 @@ impl<'a> BundleBuilder<'a> {
     /// builder hands the freed pages back to the system there). The largest sections' bytes
     /// are handed over as they were made, not copied (`text`, the vector blocks).
     pub fn encode(self, mut freed: impl FnMut()) -> Result<crate::bundle::Encoded> {
+        let chunks = self.chunks();
         let BundleBuilder {
             opts,
             cfg,
             lexical,
             documents,
-            chunks,
             packed,
             text,
             vectors,
