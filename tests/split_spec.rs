@@ -468,6 +468,49 @@ fn a_split_bundle_with_the_model_answers_hybrid_like_the_whole_one() {
     }
 }
 
+/// Vector pieces may come in any order (a browser fetches them side by side), twice, or with
+/// a bad one among them: each early piece is held until the ones before it are in, and the
+/// set decodes to what the whole bundle answers.
+#[test]
+fn vector_pieces_in_any_order_load_as_in_order() {
+    let bytes = common::fixture_bundle();
+    let files = files_of(bytes, TINY);
+    let n = files.keys().filter(|f| f.starts_with("vec-")).count();
+    assert!(n > 10, "{n} pieces");
+    let piece = |i: usize| format!("vec-{i}.bin");
+    let mut whole = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
+    let json = r#"{"mode": "hybrid", "query": "how big can the cache be", "rerank": true}"#;
+    let expected = answer(&mut whole, json, &files, &mut Vec::new());
+    // Last first, then the even ones, then the odd ones, each added twice.
+    let order: Vec<usize> = std::iter::once(n - 1)
+        .chain((0..n - 1).step_by(2))
+        .chain((1..n - 1).step_by(2))
+        .collect();
+    let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
+    for (k, &i) in order.iter().enumerate() {
+        // A damaged copy of a piece not in yet is refused and changes nothing.
+        if k == 3 && !order[..k].contains(&(n - 2)) {
+            let bad = &files[&piece(n - 2)];
+            assert!(engine
+                .add_split_file(&piece(n - 2), &bad[..bad.len() - 1])
+                .is_err());
+        }
+        engine.add_split_file(&piece(i), &files[&piece(i)]).unwrap();
+        if k + 1 < order.len() {
+            engine.add_split_file(&piece(i), &files[&piece(i)]).unwrap();
+            assert_eq!(engine.missing_vector_files().len(), n - k - 1, "after {k}");
+        }
+    }
+    assert!(engine.missing_vector_files().is_empty());
+    engine.install_embedder(common::embedder()).unwrap();
+    let mut fetched = Vec::new();
+    assert_eq!(answer(&mut engine, json, &files, &mut fetched), expected);
+    assert!(
+        !fetched.iter().any(|f| f.starts_with("vec-")),
+        "{fetched:?}"
+    );
+}
+
 fn collection_unavailable(e: Error) -> String {
     assert_eq!(e.code(), ErrorCode::DocsCollectionUnavailable, "{e}");
     e.details().unwrap()["reason"].as_str().unwrap().to_owned()

@@ -26,7 +26,6 @@
 //! answering wrongly. The split is a pure function of the bundle's bytes: same bundle, same
 //! files. Answers from a split bundle are byte-identical to the whole bundle's.
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -569,10 +568,35 @@ pub struct SplitBundle {
     vocabulary: Vec<Option<Vocabulary>>,
     /// Pieces of the vectors section added so far (dropped once all are in and decoded).
     #[cfg(feature = "vectors")]
-    vector_pieces: Vec<Option<Vec<u8>>>,
+    vector_pieces: Vec<Piece>,
+    /// The section's bytes from its start, as far as the pieces have come in order: a piece
+    /// that follows them is added here at once, one that comes early is held until then.
+    #[cfg(feature = "vectors")]
+    vector_prefix: Vec<u8>,
     /// The decoded vectors, once every piece is in, and each chunk's position among them.
     #[cfg(feature = "vectors")]
     vectors: Option<Box<(crate::index::vector::VectorIndex, Vec<u32>)>>,
+}
+
+/// Where one piece of a split bundle's vectors section is.
+#[cfg(feature = "vectors")]
+#[derive(Debug)]
+enum Piece {
+    Missing,
+    /// Come ahead of a piece before it: its bytes, until that one is in.
+    Held(Vec<u8>),
+    /// In [`SplitBundle::vector_prefix`].
+    InSection,
+}
+
+#[cfg(feature = "vectors")]
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Held(bytes) => bytes.len(),
+            _ => 0,
+        }
+    }
 }
 
 impl SplitBundle {
@@ -648,7 +672,9 @@ impl SplitBundle {
         Ok(SplitBundle {
             vocabulary: (0..core.vocab_shards).map(|_| None).collect(),
             #[cfg(feature = "vectors")]
-            vector_pieces: (0..core.vector_pieces).map(|_| None).collect(),
+            vector_pieces: (0..core.vector_pieces).map(|_| Piece::Missing).collect(),
+            #[cfg(feature = "vectors")]
+            vector_prefix: Vec::new(),
             #[cfg(feature = "vectors")]
             vectors: None,
             core,
@@ -757,27 +783,50 @@ impl SplitBundle {
         let (Some(entry), Some(slot)) = (entry, self.vector_pieces.get(i as usize)) else {
             return Err(self.corrupt(shard, "is not a file of this split"));
         };
-        if slot.is_some() || self.vectors.is_some() {
+        if !matches!(slot, Piece::Missing) || self.vectors.is_some() {
             return Ok(());
         }
-        // Read as a byte string (postcard lays a `Vec<u8>` out the same way), not a byte at
-        // a time: 153 MB of pieces at 2.24M vectors.
-        let body = self.open_shard::<super::deflated::Bytes>(shard, bytes)?.0;
-        let held: usize = self.vector_pieces.iter().flatten().map(Vec::len).sum();
-        let arrived = held + body.len();
+        // Borrowed from `bytes` (postcard lays a byte string out as it is) and copied once:
+        // onto the section's bytes when the pieces before it are in (as a reader that reads
+        // them in order always finds), else held until they are. 153 MB of pieces at 2.24M
+        // vectors had been copied out, then all again into one buffer.
+        let body: &[u8] = self.open_shard(shard, bytes)?;
+        let held: usize = self.vector_pieces.iter().map(Piece::len).sum();
+        let arrived = self.vector_prefix.len() + held + body.len();
         if arrived as u64 > entry.len {
             return Err(self.corrupt(shard, "the pieces outgrow the vectors section"));
         }
-        self.vector_pieces[i as usize] = Some(body);
-        if self.vector_pieces.iter().any(Option::is_none) {
+        let next = self
+            .vector_pieces
+            .iter()
+            .position(|p| !matches!(p, Piece::InSection))
+            .unwrap_or(self.vector_pieces.len());
+        if i as usize == next {
+            self.vector_prefix.extend_from_slice(body);
+            self.vector_pieces[next] = Piece::InSection;
+            for piece in &mut self.vector_pieces[next + 1..] {
+                match std::mem::replace(piece, Piece::InSection) {
+                    Piece::Held(bytes) => self.vector_prefix.extend_from_slice(&bytes),
+                    other => {
+                        *piece = other;
+                        break;
+                    }
+                }
+            }
+        } else {
+            self.vector_pieces[i as usize] = Piece::Held(body.to_vec());
+        }
+        if self
+            .vector_pieces
+            .iter()
+            .any(|p| !matches!(p, Piece::InSection))
+        {
             return Ok(());
         }
         // Whatever the outcome, the pieces are not kept: a bad set is fetched again. (Sized
         // by what arrived, never by the core's claim.)
-        let mut section = Vec::with_capacity(arrived);
-        for piece in self.vector_pieces.iter_mut() {
-            section.extend_from_slice(&piece.take().unwrap_or_default());
-        }
+        let section = std::mem::take(&mut self.vector_prefix);
+        self.vector_pieces.fill_with(|| Piece::Missing);
         super::format::verify_section(&section, &entry)?;
         use crate::index::vector::validate_graph_bytes;
         validate_graph_bytes(&section)?;
@@ -809,7 +858,7 @@ impl SplitBundle {
             return Vec::new();
         }
         (0..self.vector_pieces.len() as u32)
-            .filter(|&i| self.vector_pieces[i as usize].is_none())
+            .filter(|&i| matches!(self.vector_pieces[i as usize], Piece::Missing))
             .map(ShardId::Vectors)
             .collect()
     }
@@ -818,7 +867,7 @@ impl SplitBundle {
         Error::Corrupt(format!("{}: {m}", shard.file_name()))
     }
 
-    fn open_shard<T: DeserializeOwned>(&self, shard: ShardId, bytes: &[u8]) -> Result<T> {
+    fn open_shard<'a, T: Deserialize<'a>>(&self, shard: ShardId, bytes: &'a [u8]) -> Result<T> {
         let name = shard.file_name();
         if bytes.len() < 32 {
             return Err(Error::BundleTruncated(format!(
