@@ -192,15 +192,19 @@ fn load(path: &Path, flags: &ModelArgs, split_budget: usize) -> Collection {
         } else {
             None
         };
-        let embedder = model_files
-            .as_ref()
-            .map(Embedder::new)
-            .transpose()
-            .map_err(|e| ErrorResponse::from(&e))?;
-        // A split folder's vector pieces are all read now (hybrid search scans them all).
-        let (engine, folder) = source
-            .into_engine(embedder, true)
-            .map_err(|e| ErrorResponse::from(&e))?;
+        // A split folder's vector pieces are all read now (hybrid search scans them all),
+        // while the model loads.
+        let (embedder, loaded) = crate::beside(
+            || model_files.as_ref().map(Embedder::new).transpose(),
+            || source.into_engine(true),
+        );
+        let embedder = embedder.map_err(|e| ErrorResponse::from(&e))?;
+        let (mut engine, folder) = loaded.map_err(|e| ErrorResponse::from(&e))?;
+        if let Some(e) = embedder {
+            engine
+                .install_embedder(e)
+                .map_err(|e| ErrorResponse::from(&e))?;
+        }
         let mut engine = engine.with_options(flags.engine_options());
         if header.flags.hybrid {
             engine = second_stage(engine, flags).map_err(|e| ErrorResponse {
