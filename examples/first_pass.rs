@@ -120,7 +120,7 @@ fn main() {
     let flat = VectorIndex::Flat(Vectors::from_qvecs(vectors).expect("one length"));
     println!(
         "{n} vectors: codes {} bytes ({:.0} ms to compute), int8 vectors {} bytes",
-        coded.codes.len(),
+        n * docloupe::index::vector::code_bytes(coded.low.len()),
         code_ms,
         n * (coded.low.len() + 8)
     );

@@ -142,7 +142,7 @@ fn searches_its_compact_codes(bytes: &[u8]) {
     let Some(VectorIndex::Coded(coded)) = &engine.bundle().unwrap().vectors else {
         panic!("the fixture holds compact codes");
     };
-    assert_eq!(coded.codes.len(), coded.vectors.len() * 48);
+    assert_eq!(coded.row_codes().len(), coded.vectors.len() * 48);
     let r = engine
         .search(&SearchRequest {
             query: "how big may the cache grow".into(),

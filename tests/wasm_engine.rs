@@ -237,3 +237,45 @@ fn a_split_bundle_names_its_files_and_then_answers_like_the_whole_one() {
     let foreign = WasmEngine::open_split(BUNDLE).map(|_| ()).unwrap_err();
     assert_eq!(value(foreign)["details"]["reason"], "NotABundle");
 }
+
+/// The unfiltered first pass over compact codes (integer bounds, summed with wasm's SIMD in
+/// this build) keeps what the f32 scan keeps, ties included: 6,000 vectors, each twice.
+#[wasm_bindgen_test]
+fn the_bounded_first_pass_keeps_what_the_scan_keeps() {
+    use docloupe::index::vector::{QVec, VectorIndex, Vectors};
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+    };
+    let dims = 64;
+    let mut unit = |offset: f32| {
+        let v: Vec<f32> = (0..dims)
+            .map(|d| next() + offset * (d % 3) as f32)
+            .collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / norm).collect::<Vec<f32>>()
+    };
+    let vectors: Vec<QVec> = (0..3_000)
+        .flat_map(|_| {
+            let v = unit(0.3);
+            [v.clone(), v]
+        })
+        .enumerate()
+        .map(|(c, v)| QVec::quantize(c as u32, &v).to_4bit())
+        .collect();
+    let VectorIndex::Coded(coded) = VectorIndex::build(Vectors::from_qvecs(vectors).unwrap(), 1)
+    else {
+        panic!("compact codes from one vector on")
+    };
+    for _ in 0..3 {
+        let q = unit(0.0);
+        for n in [1, 2, 3, 100, 1_600, 5_999] {
+            let bounded = coded.first_pass_best(&q, n);
+            assert_eq!(bounded.len(), n);
+            assert_eq!(bounded, coded.first_pass_scanned(&q, n), "best {n}");
+        }
+    }
+}

@@ -709,7 +709,7 @@ impl Serialize for VectorIndex {
                     let legacy = LegacyCoded {
                         low: c.low.clone(),
                         high: c.high.clone(),
-                        codes: c.codes.clone(),
+                        codes: c.row_codes(),
                         vectors: c.vectors.iter().collect(),
                     };
                     s.serialize_newtype_variant("Wire", 2, "Coded", &legacy)
@@ -769,19 +769,25 @@ fn from_wire(wire: Wire) -> std::result::Result<VectorIndex, String> {
     Ok(match wire {
         Wire::Flat(v) => VectorIndex::Flat(Vectors::from_qvecs(v)?),
         Wire::Hnsw(h) => VectorIndex::Hnsw(h),
-        Wire::Coded(c) => VectorIndex::Coded(Coded {
-            low: c.low,
-            high: c.high,
-            codes: c.codes,
-            vectors: Vectors::from_qvecs(c.vectors)?,
-        }),
+        Wire::Coded(c) => {
+            let vectors = Vectors::from_qvecs(c.vectors)?;
+            VectorIndex::Coded(Coded {
+                low: c.low,
+                high: c.high,
+                codes: blocked(&c.codes, &vectors)?,
+                vectors,
+            })
+        }
         Wire::Flat4(p) => VectorIndex::Flat(p.unpack()?),
-        Wire::Coded4(c) => VectorIndex::Coded(Coded {
-            low: c.low,
-            high: c.high,
-            codes: c.codes,
-            vectors: c.vectors.unpack()?,
-        }),
+        Wire::Coded4(c) => {
+            let vectors = c.vectors.unpack()?;
+            VectorIndex::Coded(Coded {
+                low: c.low,
+                high: c.high,
+                codes: blocked(&c.codes, &vectors)?,
+                vectors,
+            })
+        }
         Wire::FlatRows(r) => VectorIndex::Flat(r.unpack()?),
         Wire::CodedRows(c) => {
             let vectors = c.rows.unpack()?;
@@ -819,8 +825,11 @@ pub struct Coded {
     pub low: Vec<f32>,
     /// Per dimension, the mean of the values above it.
     pub high: Vec<f32>,
-    /// `vectors.len() × code_bytes(dims)` bytes, code `i` for `vectors[i]`.
-    pub codes: Vec<u8>,
+    /// The codes in blocks of [`BLOCK`]: byte `j` of the code of `vectors[i]` is at
+    /// `(i / BLOCK) · BLOCK · code_bytes(dims) + j · BLOCK + i % BLOCK` (the last block padded
+    /// with zeros), so that byte `j` of a block's codes lies side by side for the first pass's
+    /// SIMD look-ups ([`Coded::first_pass`]). [`Coded::code`] reads one code.
+    codes: Vec<u8>,
     /// Sorted by chunk id.
     pub vectors: Vectors,
 }
@@ -828,6 +837,35 @@ pub struct Coded {
 /// Bytes of one code for `dims` dimensions.
 pub fn code_bytes(dims: usize) -> usize {
     dims.div_ceil(8)
+}
+
+/// Codes a block of [`Coded`]'s layout holds: the lanes of one AVX2 register.
+pub const BLOCK: usize = 32;
+
+/// Bytes of `n` codes of `dims` dimensions in blocks.
+fn blocked_len(n: usize, dims: usize) -> usize {
+    n.div_ceil(BLOCK) * BLOCK * code_bytes(dims)
+}
+
+/// Codes stored one after another (formats 4–7) in [`Coded`]'s blocks, when there is one
+/// for each of `vectors`.
+fn blocked(rows: &[u8], vectors: &Vectors) -> std::result::Result<Vec<u8>, String> {
+    let (n, cb) = (vectors.len(), code_bytes(vectors.dims()));
+    if rows.len() as u64 != n as u64 * cb as u64 {
+        return Err(format!(
+            "{} code bytes for {n} vectors of {} dims",
+            rows.len(),
+            vectors.dims()
+        ));
+    }
+    let mut codes = vec![0u8; blocked_len(n, vectors.dims())];
+    for (i, code) in rows.chunks_exact(cb.max(1)).enumerate().take(n) {
+        let at = i / BLOCK * BLOCK * cb + i % BLOCK;
+        for (j, &b) in code.iter().enumerate() {
+            codes[at + j * BLOCK] = b;
+        }
+    }
+    Ok(codes)
 }
 
 /// The collection's mean of each dimension: sums in chunk order, in f64, so a build is
@@ -850,7 +888,7 @@ fn means(vectors: &Vectors) -> Vec<f64> {
 /// natively; each code depends on its vector alone).
 fn codes_for(vectors: &Vectors, mean: &[f64]) -> Vec<u8> {
     let cb = code_bytes(mean.len());
-    let mut codes = vec![0u8; vectors.len() * cb];
+    let mut codes = vec![0u8; blocked_len(vectors.len(), mean.len())];
     if cb == 0 {
         return codes;
     }
@@ -870,23 +908,34 @@ fn codes_for(vectors: &Vectors, mean: &[f64]) -> Vec<u8> {
                 .fold(0u8, |b, (k, (&x, &m))| b | ((x > m) as u8) << k);
         }
     };
-    let buffer = || vec![0f64; vectors.dims()];
+    // A block's codes at a time (each on one core natively), each code made whole and then
+    // laid into its lanes.
+    let n = vectors.len();
+    let fill = |(values, one): &mut (Vec<f64>, Vec<u8>), (b, block): (usize, &mut [u8])| {
+        for k in 0..BLOCK.min(n - b * BLOCK) {
+            code(values, (b * BLOCK + k, one));
+            for (j, &byte) in one.iter().enumerate() {
+                block[j * BLOCK + k] = byte;
+            }
+        }
+    };
+    let buffer = || (vec![0f64; vectors.dims()], vec![0u8; cb]);
     #[cfg(not(target_arch = "wasm32"))]
     {
         use rayon::prelude::*;
         codes
-            .par_chunks_exact_mut(cb)
+            .par_chunks_exact_mut(BLOCK * cb)
             .enumerate()
-            .with_min_len(1024)
-            .for_each_init(buffer, code);
+            .with_min_len(32)
+            .for_each_init(buffer, fill);
     }
     #[cfg(target_arch = "wasm32")]
     {
         let mut values = buffer();
         codes
-            .chunks_exact_mut(cb)
+            .chunks_exact_mut(BLOCK * cb)
             .enumerate()
-            .for_each(|c| code(&mut values, c));
+            .for_each(|c| fill(&mut values, c));
     }
     codes
 }
@@ -964,6 +1013,14 @@ unsafe fn code_4bit_avx2(row: &[u8], scale: f64, mean: &[f64], code: &mut [u8], 
     }
 }
 
+/// Code `i` of `codes` in [`Coded`]'s blocks, into `out` (`cb` bytes).
+fn code_of(codes: &[u8], cb: usize, i: usize, out: &mut [u8]) {
+    let at = i / BLOCK * BLOCK * cb + i % BLOCK;
+    for (j, o) in out.iter_mut().enumerate().take(cb) {
+        *o = codes[at + j * BLOCK];
+    }
+}
+
 impl Coded {
     /// `vectors` must be sorted by chunk id. Every sum runs over the dequantized int8 values
     /// in chunk order, in f64, so a build is reproducible and an incremental build (same int8
@@ -975,7 +1032,9 @@ impl Coded {
         let cb = code_bytes(dims);
         let (mut above, mut below) = (vec![(0f64, 0u32); dims], vec![(0f64, 0u32); dims]);
         let mut values = vec![0f64; dims];
-        for (i, code) in codes.chunks_exact(cb.max(1)).enumerate() {
+        let mut code = vec![0u8; cb];
+        for i in 0..vectors.len() {
+            code_of(&codes, cb, i, &mut code);
             vectors.dequantize_into(i, &mut values);
             for (d, &x) in values.iter().enumerate() {
                 let side = if code[d / 8] >> (d % 8) & 1 == 1 {
@@ -1025,6 +1084,18 @@ impl Coded {
         self.low.len()
     }
 
+    /// The code of `vectors[i]`, its bytes in order.
+    pub fn code(&self, i: usize) -> Vec<u8> {
+        let mut out = vec![0u8; code_bytes(self.vectors.dims())];
+        code_of(&self.codes, out.len(), i, &mut out);
+        out
+    }
+
+    /// Every code, one after another (the layout formats 4–7 stored).
+    pub fn row_codes(&self) -> Vec<u8> {
+        (0..self.vectors.len()).flat_map(|i| self.code(i)).collect()
+    }
+
     /// The first pass's best `keep` allowed codes for the unit query `q`, as (position, score)
     /// in no particular order, scored ⟨q − c, x̂ − c⟩, where x̂ reads each bit as `high` or
     /// `low` and `c` is the midpoint of the two levels. Centring the query matters: with E5's
@@ -1068,42 +1139,37 @@ impl Coded {
                 t[v] = t[v & (v - 1)] + gains.get(bit).copied().unwrap_or(0.0);
             }
         }
-        // Natively an unfiltered scan runs on every core, over consecutive runs of codes: each
-        // run's best `keep` hold the best `keep` of all (scores and positions order every code
-        // strictly), and the answer is the same set. (A filter's `allow` may not be shared
-        // between threads.)
-        #[cfg(not(target_arch = "wasm32"))]
-        if allow.is_none() && self.codes.len() / cb >= PARALLEL_SCAN {
-            use rayon::prelude::*;
-            let per = (self.codes.len() / cb)
-                .div_ceil(rayon::current_num_threads().max(1))
-                .next_multiple_of(4);
-            let mut best: Vec<(u32, f32)> = self
-                .codes
-                .par_chunks(per * cb)
-                .enumerate()
-                .flat_map_iter(|(run, codes)| self.scan(&table, run * per, codes, keep, None))
-                .collect();
-            keep_best(&mut best, keep);
-            return best;
+        if allow.is_none() && keep < self.vectors.len() {
+            if let Some(best) = self.first_pass_bounded(&table, keep) {
+                return best;
+            }
         }
-        let mut best = self.scan(&table, 0, &self.codes, keep, allow);
+        let mut best = self.scan(&table, keep, allow);
         keep_best(&mut best, keep);
         best
     }
 
-    /// The first pass over `codes`, the codes from position `from` on: at most `2 × keep` of
-    /// the best scores, among which the best `keep` of these codes (see [`Coded::first_pass`]).
+    /// Code `i`'s score: its bytes' look-ups added in byte order from −0, as [`Coded::scan`]
+    /// adds them.
+    fn score(&self, table: &[[f32; 256]], i: usize) -> f32 {
+        let cb = table.len();
+        let at = i / BLOCK * BLOCK * cb + i % BLOCK;
+        table
+            .iter()
+            .enumerate()
+            .fold(-0.0, |s, (j, t)| s + t[self.codes[at + j * BLOCK] as usize])
+    }
+
+    /// Every allowed code's score, in order: at most `2 × keep` of the best, among which the
+    /// best `keep` of all.
     fn scan(
         &self,
         table: &[[f32; 256]],
-        from: usize,
-        codes: &[u8],
         keep: usize,
         allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<(u32, f32)> {
         let cb = table.len();
-        let n = codes.len() / cb;
+        let n = self.vectors.len();
         let mut best: Vec<(u32, f32)> = Vec::with_capacity(keep.saturating_mul(2).min(n));
         let mut floor: Option<f32> = None;
         let mut consider = |i: usize, s: f32| {
@@ -1119,31 +1185,102 @@ impl Coded {
                 floor = Some(best[keep - 1].1);
             }
         };
-        // Four codes side by side: each sum still adds its look-ups in byte order (the same
-        // score to the bit), and the four chains of dependent additions overlap.
-        let mut quads = codes.chunks_exact(4 * cb);
-        let mut i = from;
-        for quad in &mut quads {
-            let (c0, rest) = quad.split_at(cb);
-            let (c1, rest) = rest.split_at(cb);
-            let (c2, c3) = rest.split_at(cb);
-            let mut s = [-0.0f32; 4];
-            for ((((t, &b0), &b1), &b2), &b3) in table.iter().zip(c0).zip(c1).zip(c2).zip(c3) {
-                s[0] += t[b0 as usize];
-                s[1] += t[b1 as usize];
-                s[2] += t[b2 as usize];
-                s[3] += t[b3 as usize];
+        // A block's codes side by side: each sum still adds its look-ups in byte order.
+        for (b, block) in self.codes.chunks_exact(BLOCK * cb).enumerate() {
+            let mut s = [-0.0f32; BLOCK];
+            for (t, bytes) in table.iter().zip(block.chunks_exact(BLOCK)) {
+                for (s, &v) in s.iter_mut().zip(bytes) {
+                    *s += t[v as usize];
+                }
             }
-            for (k, s) in s.into_iter().enumerate() {
-                consider(i + k, s);
+            for (k, s) in s.into_iter().enumerate().take(n - b * BLOCK) {
+                consider(b * BLOCK + k, s);
             }
-            i += 4;
-        }
-        for code in quads.remainder().chunks_exact(cb) {
-            consider(i, code.iter().zip(table).map(|(&b, t)| t[b as usize]).sum());
-            i += 1;
         }
         best
+    }
+
+    /// [`Coded::scan`]'s answer for every code, found through integer bounds first. Each
+    /// byte's table is split into a part per nibble (`t[v] ≈ lo[v & 15] + hi[v >> 4]`, in
+    /// f64, the largest difference from the f32 entries measured), each part quantized to a
+    /// byte on one scale Δ (`⌊(x − min) / Δ⌋`), and each code's 2 × `code_bytes` quantized
+    /// parts summed in u16 (`Q`): 32 codes a step with AVX2 natively, 16 with wasm's SIMD,
+    /// or one 256-entry table of sums a byte elsewhere; the same sums either way. A code's
+    /// score then lies within `[base + QΔ − E, base + (Q + 2·code_bytes)Δ + E]`, `E` bounding
+    /// the split, the rounding of the f32 sums and of the quantization. So whatever the
+    /// `keep`-th highest `Q` is, every code among the best `keep` by score has a `Q` at most
+    /// `2·code_bytes + 2E/Δ` below it; those codes (a few thousand among 2.24M) are scored as
+    /// the scan scores them, and the best `keep` of them are the scan's. `None` (the scan is
+    /// used) where the tables have no spread or the sums could pass u16.
+    fn first_pass_bounded(&self, table: &[[f32; 256]], keep: usize) -> Option<Vec<(u32, f32)>> {
+        let cb = table.len();
+        let n = self.vectors.len();
+        let mut parts = vec![[0f64; 16]; 2 * cb];
+        let (mut err, mut magnitude) = (0f64, 0f64);
+        for (j, t) in table.iter().enumerate() {
+            let (lo, hi) = (j, cb + j);
+            for v in 0..16 {
+                parts[lo][v] = t[v] as f64;
+                parts[hi][v] = t[16 * v] as f64 - t[0] as f64;
+            }
+            let mut split = 0f64;
+            let mut largest = 0f64;
+            for (v, &x) in t.iter().enumerate() {
+                let x = x as f64;
+                split = split.max((x - parts[lo][v & 15] - parts[hi][v >> 4]).abs());
+                largest = largest.max(x.abs());
+            }
+            err += split;
+            magnitude += largest;
+        }
+        // Adding `cb` f32 values moves each partial sum by at most half an ulp of it, so the
+        // total by at most cb · 2⁻²⁴ · Σ|values|; doubled, with room for the f64 above.
+        err = 2.0 * (err + magnitude * cb as f64 * f64::from(f32::EPSILON));
+        let range = parts
+            .iter()
+            .map(|p| {
+                p.iter().fold(f64::MIN, |m, &x| m.max(x))
+                    - p.iter().fold(f64::MAX, |m, &x| m.min(x))
+            })
+            .fold(0f64, f64::max);
+        if !(range.is_finite() && range > 0.0 && err.is_finite())
+            || 2 * cb * 255 > u16::MAX as usize
+        {
+            return None;
+        }
+        let delta = range / 255.0;
+        let mut quantized = vec![[0u8; 16]; 2 * cb];
+        for (q, p) in quantized.iter_mut().zip(&parts) {
+            let min = p.iter().fold(f64::MAX, |m, &x| m.min(x));
+            for (q, &x) in q.iter_mut().zip(p) {
+                *q = ((x - min) / delta).floor().clamp(0.0, 255.0) as u8;
+            }
+        }
+        // ⌊·⌋ of a rounded quotient may land one step off where x sits on a step: a part's
+        // Δ more either way, and the bounds stay sound.
+        let slack = 2 * (2 * cb) + (2.0 * err / delta).ceil() as usize + 1;
+        let sums = quantized_sums(&self.codes, &quantized, n);
+        let mut counts = vec![0u32; 2 * cb * 255 + 1];
+        for &q in &sums {
+            counts[q as usize] += 1;
+        }
+        let mut seen = 0usize;
+        let kth = (0..counts.len())
+            .rev()
+            .find(|&q| {
+                seen += counts[q] as usize;
+                seen >= keep
+            })
+            .unwrap_or(0);
+        let floor = kth.saturating_sub(slack) as u16;
+        let mut best: Vec<(u32, f32)> = sums
+            .iter()
+            .enumerate()
+            .filter(|&(_, &q)| q >= floor)
+            .map(|(i, _)| (i as u32, self.score(table, i)))
+            .collect();
+        keep_best(&mut best, keep);
+        Some(best)
     }
 
     /// The `k` allowed chunks nearest to `q`: the first pass's best [`shortlist`]`(k)`,
@@ -1170,7 +1307,16 @@ impl Coded {
     /// Positions (into `vectors`) of the first pass's best `n` for `q`, best first: what
     /// `examples/first_pass` measures recall on.
     pub fn first_pass_best(&self, q: &[f32], n: usize) -> Vec<u32> {
-        let mut pass = self.first_pass(q, n, None);
+        self.chunks_of(self.first_pass(q, n, None))
+    }
+
+    /// [`Coded::first_pass_best`] through the f32 scan every filtered first pass takes: the
+    /// same, which the wasm spec checks on wasm's SIMD (`tests/wasm_engine.rs`).
+    pub fn first_pass_scanned(&self, q: &[f32], n: usize) -> Vec<u32> {
+        self.chunks_of(self.first_pass(q, n, Some(&|_| true)))
+    }
+
+    fn chunks_of(&self, mut pass: Vec<(u32, f32)>) -> Vec<u32> {
         pass.sort_by(best_first);
         pass.into_iter()
             .map(|(i, _)| self.vectors.chunks[i as usize])
@@ -1178,10 +1324,143 @@ impl Coded {
     }
 }
 
-/// Codes from which an unfiltered first pass runs on every core natively (3 MB of codes at
-/// 384 dims; below, one core scans them in about a millisecond).
-#[cfg(not(target_arch = "wasm32"))]
-const PARALLEL_SCAN: usize = 65_536;
+/// Each of the first `n` codes' sum of its quantized nibble parts (`parts[j]` for the low
+/// nibble of byte `j`, `parts[cb + j]` for its high one), a block at a time: on every core
+/// natively, 32 codes a step with AVX2; 16 a step with wasm's SIMD; else through one table of
+/// the two parts' sums a byte. Every path gives the same sums.
+fn quantized_sums(codes: &[u8], parts: &[[u8; 16]], n: usize) -> Vec<u16> {
+    let cb = parts.len() / 2;
+    let mut sums = vec![0u16; n.div_ceil(BLOCK) * BLOCK];
+    let byte_sums: Vec<[u16; 256]> = (0..cb)
+        .map(|j| std::array::from_fn(|v| parts[j][v & 15] as u16 + parts[cb + j][v >> 4] as u16))
+        .collect();
+    let block = |(out, codes): (&mut [u16], &[u8])| {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is there; `codes` is one block of `cb` rows of 32 bytes, `out` 32
+            // sums, and `parts` 2 · cb tables.
+            unsafe { block_sums_avx2(codes, parts, out) };
+            return;
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        {
+            block_sums_simd128(codes, parts, out);
+            return;
+        }
+        #[allow(unreachable_code)]
+        {
+            out.fill(0);
+            for (t, bytes) in byte_sums.iter().zip(codes.chunks_exact(BLOCK)) {
+                for (s, &v) in out.iter_mut().zip(bytes) {
+                    *s += t[v as usize];
+                }
+            }
+        }
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        sums.par_chunks_exact_mut(BLOCK)
+            .zip(codes.par_chunks_exact(BLOCK * cb))
+            .with_min_len(256)
+            .for_each(block);
+    }
+    #[cfg(target_arch = "wasm32")]
+    sums.chunks_exact_mut(BLOCK)
+        .zip(codes.chunks_exact(BLOCK * cb))
+        .for_each(block);
+    sums.truncate(n);
+    sums
+}
+
+/// One block's sums of [`quantized_sums`]: per code byte, the 32 codes' low and high nibbles
+/// looked up in their parts with one byte shuffle each, widened to u16 and added.
+///
+/// # Safety
+/// The CPU has AVX2; `codes` holds `cb` rows of 32 bytes, `parts` 2 · cb tables, `out` 32.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block_sums_avx2(codes: &[u8], parts: &[[u8; 16]], out: &mut [u16]) {
+    use std::arch::x86_64::*;
+    let cb = parts.len() / 2;
+    debug_assert!(codes.len() >= cb * BLOCK && out.len() >= BLOCK);
+    let nibble = _mm256_set1_epi8(0x0f);
+    let (mut first, mut second) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    for j in 0..cb {
+        // SAFETY (of every access below): j < cb, and the caller's bounds.
+        unsafe {
+            let v = _mm256_loadu_si256(codes.as_ptr().add(j * BLOCK).cast());
+            let lo = _mm256_and_si256(v, nibble);
+            let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+            let ta = _mm256_broadcastsi128_si256(_mm_loadu_si128(parts[j].as_ptr().cast()));
+            let tb = _mm256_broadcastsi128_si256(_mm_loadu_si128(parts[cb + j].as_ptr().cast()));
+            let a = _mm256_shuffle_epi8(ta, lo);
+            let b = _mm256_shuffle_epi8(tb, hi);
+            let low = _mm256_add_epi16(
+                _mm256_cvtepu8_epi16(_mm256_castsi256_si128(a)),
+                _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b)),
+            );
+            let high = _mm256_add_epi16(
+                _mm256_cvtepu8_epi16(_mm256_extracti128_si256(a, 1)),
+                _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1)),
+            );
+            first = _mm256_add_epi16(first, low);
+            second = _mm256_add_epi16(second, high);
+        }
+    }
+    // SAFETY: `out` holds 32 u16.
+    unsafe {
+        _mm256_storeu_si256(out.as_mut_ptr().cast(), first);
+        _mm256_storeu_si256(out.as_mut_ptr().add(16).cast(), second);
+    }
+}
+
+/// [`block_sums_avx2`] with wasm's 128-bit SIMD, 16 codes a step.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn block_sums_simd128(codes: &[u8], parts: &[[u8; 16]], out: &mut [u16]) {
+    use std::arch::wasm32::*;
+    let cb = parts.len() / 2;
+    let load = |b: &[u8]| {
+        let b: [u8; 16] = b[..16].try_into().expect("16 bytes");
+        u8x16(
+            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+            b[14], b[15],
+        )
+    };
+    for half in 0..2 {
+        let (mut first, mut second) = (u16x8_splat(0), u16x8_splat(0));
+        for j in 0..cb {
+            let at = j * BLOCK + half * 16;
+            let v = load(&codes[at..at + 16]);
+            let lo = v128_and(v, u8x16_splat(0x0f));
+            let hi = u8x16_shr(v, 4);
+            let a = u8x16_swizzle(load(&parts[j]), lo);
+            let b = u8x16_swizzle(load(&parts[cb + j]), hi);
+            first = u16x8_add(
+                first,
+                u16x8_add(u16x8_extend_low_u8x16(a), u16x8_extend_low_u8x16(b)),
+            );
+            second = u16x8_add(
+                second,
+                u16x8_add(u16x8_extend_high_u8x16(a), u16x8_extend_high_u8x16(b)),
+            );
+        }
+        let lanes = |v| {
+            [
+                u16x8_extract_lane::<0>(v),
+                u16x8_extract_lane::<1>(v),
+                u16x8_extract_lane::<2>(v),
+                u16x8_extract_lane::<3>(v),
+                u16x8_extract_lane::<4>(v),
+                u16x8_extract_lane::<5>(v),
+                u16x8_extract_lane::<6>(v),
+                u16x8_extract_lane::<7>(v),
+            ]
+        };
+        out[half * 16..half * 16 + 8].copy_from_slice(&lanes(first));
+        out[half * 16 + 8..half * 16 + 16].copy_from_slice(&lanes(second));
+    }
+}
 
 /// Keeps the best `keep` of `best` (in no particular order).
 fn keep_best(best: &mut Vec<(u32, f32)>, keep: usize) {
@@ -1384,7 +1663,7 @@ impl VectorIndex {
                     c.high.len()
                 )));
             }
-            if c.codes.len() as u64 != c.vectors.len() as u64 * code_bytes(dims) as u64 {
+            if c.codes.len() as u64 != blocked_len(c.vectors.len(), dims) as u64 {
                 return Err(Error::Corrupt(format!(
                     "{} code bytes for {} vectors of {dims} dims",
                     c.codes.len(),
@@ -1609,7 +1888,7 @@ mod tests {
         let c = Coded::build(store(vectors));
         // Means 2, 0, 1, 0, 1, 1, 1, 1, 0. Dims 0..8 in byte 0 (bit d), dim 8 in bit 0 of
         // byte 1; equal to the mean is 0, and the levels are each side's mean.
-        assert_eq!(c.codes, vec![0b0000_1001, 0b0, 0b0000_0110, 0b1]);
+        assert_eq!(c.row_codes(), vec![0b0000_1001, 0b0, 0b0000_0110, 0b1]);
         assert_eq!(c.high, vec![3.0, 1.0, 2.0, 9.0, 1.0, 1.0, 1.0, 1.0, 5.0]);
         assert_eq!(c.low, vec![1.0, -1.0, 0.0, -9.0, 1.0, 1.0, 1.0, 1.0, -5.0]);
     }
@@ -1663,11 +1942,44 @@ mod tests {
         }
     }
 
-    /// Over enough codes to scan on every core natively, the first pass keeps what one scan
-    /// in order keeps (an `allow` that allows everything takes that path), ties included:
-    /// each vector eight times over, so equal scores straddle the runs' edges.
+    /// The quantized sums, 32 codes a step where the CPU allows, are each code's parts added
+    /// one by one: random codes and parts, a partial last block, widths of 1 to 96 bytes.
     #[test]
-    fn a_first_pass_on_every_core_keeps_what_one_scan_keeps() {
+    fn quantized_sums_are_each_codes_parts_added() {
+        let mut state = 0x51_7cc1_b727_220au64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (cb, n) in [(1, 1), (1, 33), (6, 64), (48, 1_000), (48, 31), (96, 95)] {
+            let parts: Vec<[u8; 16]> = (0..2 * cb)
+                .map(|_| std::array::from_fn(|_| next() as u8))
+                .collect();
+            let rows: Vec<u8> = (0..n * cb).map(|_| next() as u8).collect();
+            let vectors = store(unit_vectors(n, 8 * cb));
+            let codes = blocked(&rows, &vectors).unwrap();
+            let sums = quantized_sums(&codes, &parts, n);
+            assert_eq!(sums.len(), n);
+            for (i, code) in rows.chunks_exact(cb).enumerate() {
+                let want: u32 = code
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &v)| {
+                        parts[j][(v & 15) as usize] as u32 + parts[cb + j][(v >> 4) as usize] as u32
+                    })
+                    .sum();
+                assert_eq!(sums[i] as u32, want, "{cb} bytes, code {i}");
+            }
+        }
+    }
+
+    /// The unfiltered first pass, through integer bounds and SIMD sums, keeps what one scan of
+    /// every f32 score keeps (an `allow` that allows everything takes the scan), ties included:
+    /// each vector eight times over, so equal scores straddle the bound.
+    #[test]
+    fn the_bounded_first_pass_keeps_what_one_scan_keeps() {
         let vectors: Vec<QVec> = unit_vectors(8_800, 16)
             .into_iter()
             .flat_map(|v| std::iter::repeat_n(v, 8))
@@ -1683,7 +1995,7 @@ mod tests {
         };
         for seed in 0..3 {
             let q = query(16, seed);
-            for keep in [1, 7, 1_600, 40_000] {
+            for keep in [1, 7, 8, 9, 1_600, 40_000, 70_399] {
                 let mut every_core = coded.first_pass(&q, keep, None);
                 let mut in_order = coded.first_pass(&q, keep, Some(&|_| true));
                 every_core.sort_by(best_first);
