@@ -1104,11 +1104,14 @@ impl Coded {
     /// (MiniLM: 98 % and 97 %). One 256-entry table per code byte turns the sum into
     /// `code_bytes` look-ups per vector. `allow` (None: every chunk) is asked with chunk ids.
     ///
-    /// The best are kept as the scan goes: once `2 × keep` are held, the best `keep` of them
-    /// stay and the worst of those becomes a floor that a later code must beat. A later code
-    /// has a higher position, which loses a tie (`best_first`), so one at the floor cannot
-    /// be among the best either: the result is the best `keep` of all the scores, as when
-    /// every score was collected and the best taken (2.24M codes: 18 MB of scores a query).
+    /// Without a filter, and with fewer to keep than there are codes, the integer bounds of
+    /// [`Coded::first_pass_bounded`] find the same best `keep` from a few thousand f32 scores.
+    /// Otherwise [`Coded::scan`] scores every allowed code, keeping the best as it goes: once
+    /// `2 × keep` are held, the best `keep` of them stay and the worst of those becomes a
+    /// floor that a later code must beat. A later code has a higher position, which loses a
+    /// tie (`best_first`), so one at the floor cannot be among the best either: the result is
+    /// the best `keep` of all the scores, as when every score was collected and the best
+    /// taken (2.24M codes: 18 MB of scores a query).
     fn first_pass(
         &self,
         q: &[f32],
@@ -1256,8 +1259,9 @@ impl Coded {
                 *q = ((x - min) / delta).floor().clamp(0.0, 255.0) as u8;
             }
         }
-        // ⌊·⌋ of a rounded quotient may land one step off where x sits on a step: a part's
-        // Δ more either way, and the bounds stay sound.
+        // The window is 2 · cb steps wide; a quotient rounded in f64 can floor to the step
+        // below where a part sits on a step's edge, far less than a step off, which the
+        // second 2 · cb steps cover with room to spare.
         let slack = 2 * (2 * cb) + (2.0 * err / delta).ceil() as usize + 1;
         let sums = quantized_sums(&self.codes, &quantized, n);
         let mut counts = vec![0u32; 2 * cb * 255 + 1];
