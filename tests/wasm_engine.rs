@@ -238,8 +238,9 @@ fn a_split_bundle_names_its_files_and_then_answers_like_the_whole_one() {
     assert_eq!(value(foreign)["details"]["reason"], "NotABundle");
 }
 
-/// The unfiltered first pass over compact codes (integer bounds, summed with wasm's SIMD in
-/// this build) keeps what the f32 scan keeps, ties included: 6,000 vectors, each twice.
+/// The first pass over compact codes (integer bounds, summed with wasm's SIMD in this build)
+/// keeps what the f32 scan keeps, ties included, with and without a filter: 6,000 vectors,
+/// each twice.
 #[wasm_bindgen_test]
 fn the_bounded_first_pass_keeps_what_the_scan_keeps() {
     use docloupe::index::vector::{QVec, VectorIndex, Vectors};
@@ -270,12 +271,18 @@ fn the_bounded_first_pass_keeps_what_the_scan_keeps() {
     else {
         panic!("compact codes from one vector on")
     };
+    let sparse = |c: u32| c % 20 == 3;
     for _ in 0..3 {
         let q = unit(0.0);
         for n in [1, 2, 3, 100, 1_600, 5_999] {
             let bounded = coded.first_pass_best(&q, n);
             assert_eq!(bounded.len(), n);
-            assert_eq!(bounded, coded.first_pass_scanned(&q, n), "best {n}");
+            assert_eq!(bounded, coded.first_pass_scanned(&q, n, None), "best {n}");
+            assert_eq!(
+                coded.first_pass_best_where(&q, n, &sparse),
+                coded.first_pass_scanned(&q, n, Some(&sparse)),
+                "best {n}, one in 20"
+            );
         }
     }
 }

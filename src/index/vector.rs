@@ -1104,9 +1104,10 @@ impl Coded {
     /// (MiniLM: 98 % and 97 %). One 256-entry table per code byte turns the sum into
     /// `code_bytes` look-ups per vector. `allow` (None: every chunk) is asked with chunk ids.
     ///
-    /// Without a filter, and with fewer to keep than there are codes, the integer bounds of
+    /// With fewer to keep than there are codes, the integer bounds of
     /// [`Coded::first_pass_bounded`] find the same best `keep` from a few thousand f32 scores.
-    /// Otherwise [`Coded::scan`] scores every allowed code, keeping the best as it goes: once
+    /// Otherwise (or where the bounds cannot be had) [`Coded::scan`] scores every allowed code,
+    /// keeping the best as it goes: once
     /// `2 × keep` are held, the best `keep` of them stay and the worst of those becomes a
     /// floor that a later code must beat. A later code has a higher position, which loses a
     /// tie (`best_first`), so one at the floor cannot be among the best either: the result is
@@ -1118,13 +1119,28 @@ impl Coded {
         keep: usize,
         allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<(u32, f32)> {
+        let Some(table) = self.tables(q).filter(|_| keep > 0) else {
+            return Vec::new();
+        };
+        if keep < self.vectors.len() {
+            if let Some(best) = self.first_pass_bounded(&table, keep, allow) {
+                return best;
+            }
+        }
+        let mut best = self.scan(&table, keep, allow);
+        keep_best(&mut best, keep);
+        best
+    }
+
+    /// The first pass's look-up tables for the unit query `q`, one per code byte (none when the
+    /// codes have no bytes): `table[j][v]` = Σ over the dims d of byte j of
+    /// w[d] × (bit set ? ½ : −½), with w = (q − c)(high − low).
+    fn tables(&self, q: &[f32]) -> Option<Vec<[f32; 256]>> {
         let dims = self.dims();
         let cb = code_bytes(dims);
-        if cb == 0 || keep == 0 {
-            return Vec::new();
+        if cb == 0 {
+            return None;
         }
-        // table[j][v] = Σ over the dims d of byte j of w[d] × (bit set ? ½ : −½), with
-        // w = (q − c)(high − low); built from the value with its lowest bit cleared.
         let mut table = vec![[0f32; 256]; cb];
         for (j, t) in table.iter_mut().enumerate() {
             let span = j * 8..(j * 8 + 8).min(dims);
@@ -1137,19 +1153,13 @@ impl Coded {
             let lows: Vec<f32> = span.clone().map(|d| -w(d) / 2.0).collect();
             let gains: Vec<f32> = span.map(w).collect();
             t[0] = lows.iter().sum();
+            // Built from the value with its lowest bit cleared.
             for v in 1..256usize {
                 let bit = v.trailing_zeros() as usize;
                 t[v] = t[v & (v - 1)] + gains.get(bit).copied().unwrap_or(0.0);
             }
         }
-        if allow.is_none() && keep < self.vectors.len() {
-            if let Some(best) = self.first_pass_bounded(&table, keep) {
-                return best;
-            }
-        }
-        let mut best = self.scan(&table, keep, allow);
-        keep_best(&mut best, keep);
-        best
+        Some(table)
     }
 
     /// Code `i`'s score: its bytes' look-ups added in byte order from −0, as [`Coded::scan`]
@@ -1214,8 +1224,15 @@ impl Coded {
     /// `keep`-th highest `Q` is, every code among the best `keep` by score has a `Q` at most
     /// `2·code_bytes + 2E/Δ` below it; those codes (a few thousand among 2.24M) are scored as
     /// the scan scores them, and the best `keep` of them are the scan's. `None` (the scan is
-    /// used) where the tables have no spread or the sums could pass u16.
-    fn first_pass_bounded(&self, table: &[[f32; 256]], keep: usize) -> Option<Vec<(u32, f32)>> {
+    /// used) where the tables have no spread or the sums could pass u16. With a filter, the
+    /// codes are walked in order of their sums (a counting sort) and the filter is asked only
+    /// until `keep` are allowed and then down to the bound below that one's sum.
+    fn first_pass_bounded(
+        &self,
+        table: &[[f32; 256]],
+        keep: usize,
+        allow: Option<&dyn Fn(u32) -> bool>,
+    ) -> Option<Vec<(u32, f32)>> {
         let cb = table.len();
         let n = self.vectors.len();
         let mut parts = vec![[0f64; 16]; 2 * cb];
@@ -1268,21 +1285,56 @@ impl Coded {
         for &q in &sums {
             counts[q as usize] += 1;
         }
-        let mut seen = 0usize;
-        let kth = (0..counts.len())
-            .rev()
-            .find(|&q| {
-                seen += counts[q] as usize;
-                seen >= keep
-            })
-            .unwrap_or(0);
-        let floor = kth.saturating_sub(slack) as u16;
-        let mut best: Vec<(u32, f32)> = sums
-            .iter()
-            .enumerate()
-            .filter(|&(_, &q)| q >= floor)
-            .map(|(i, _)| (i as u32, self.score(table, i)))
-            .collect();
+        let mut best: Vec<(u32, f32)> = match allow {
+            None => {
+                let mut seen = 0usize;
+                let kth = (0..counts.len())
+                    .rev()
+                    .find(|&q| {
+                        seen += counts[q] as usize;
+                        seen >= keep
+                    })
+                    .unwrap_or(0);
+                let floor = kth.saturating_sub(slack) as u16;
+                sums.iter()
+                    .enumerate()
+                    .filter(|&(_, &q)| q >= floor)
+                    .map(|(i, _)| (i as u32, self.score(table, i)))
+                    .collect()
+            }
+            // With a filter the bound is the `keep`-th highest sum among allowed codes: the
+            // codes in order of their sums (a counting sort), the filter asked going down
+            // until `keep` are allowed and then down to the bound below that sum.
+            Some(allow) => {
+                let mut start = vec![0u32; counts.len()];
+                let mut above = 0u32;
+                for q in (0..counts.len()).rev() {
+                    start[q] = above;
+                    above += counts[q];
+                }
+                let mut order = vec![0u32; n];
+                for (i, &q) in sums.iter().enumerate() {
+                    order[start[q as usize] as usize] = i as u32;
+                    start[q as usize] += 1;
+                }
+                let (mut found, mut floor) = (0usize, 0u16);
+                let mut best = Vec::new();
+                for &i in &order {
+                    let q = sums[i as usize];
+                    if q < floor {
+                        break;
+                    }
+                    if allow(self.vectors.chunks[i as usize]) {
+                        best.push((i, self.score(table, i as usize)));
+                        found += 1;
+                        if found == keep {
+                            floor = (q as usize).saturating_sub(slack) as u16;
+                        }
+                    }
+                }
+                best
+            }
+        };
         keep_best(&mut best, keep);
         Some(best)
     }
@@ -1314,10 +1366,31 @@ impl Coded {
         self.chunks_of(self.first_pass(q, n, None))
     }
 
-    /// [`Coded::first_pass_best`] through the f32 scan every filtered first pass takes: the
-    /// same, which the wasm spec checks on wasm's SIMD (`tests/wasm_engine.rs`).
-    pub fn first_pass_scanned(&self, q: &[f32], n: usize) -> Vec<u32> {
-        self.chunks_of(self.first_pass(q, n, Some(&|_| true)))
+    /// [`Coded::first_pass_best`] among the chunks `allow` allows.
+    pub fn first_pass_best_where(
+        &self,
+        q: &[f32],
+        n: usize,
+        allow: &dyn Fn(u32) -> bool,
+    ) -> Vec<u32> {
+        self.chunks_of(self.first_pass(q, n, Some(allow)))
+    }
+
+    /// [`Coded::first_pass_best_where`] (every chunk when `allow` is None) through the f32
+    /// scan of every allowed code, without the integer bounds: the same, which the wasm spec
+    /// checks on wasm's SIMD (`tests/wasm_engine.rs`).
+    pub fn first_pass_scanned(
+        &self,
+        q: &[f32],
+        n: usize,
+        allow: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<u32> {
+        let Some(table) = self.tables(q).filter(|_| n > 0) else {
+            return Vec::new();
+        };
+        let mut best = self.scan(&table, n, allow);
+        keep_best(&mut best, n);
+        self.chunks_of(best)
     }
 
     fn chunks_of(&self, mut pass: Vec<(u32, f32)>) -> Vec<u32> {
@@ -1979,9 +2052,10 @@ mod tests {
         }
     }
 
-    /// The unfiltered first pass, through integer bounds and SIMD sums, keeps what one scan of
-    /// every f32 score keeps (an `allow` that allows everything takes the scan), ties included:
-    /// each vector eight times over, so equal scores straddle the bound.
+    /// The first pass through integer bounds and SIMD sums keeps what one scan of every f32
+    /// score keeps, ties included (each vector eight times over, so equal scores straddle the
+    /// bound): without a filter, with one that allows half, one in 50 (the walk goes deep) and
+    /// fewer than it is asked to keep.
     #[test]
     fn the_bounded_first_pass_keeps_what_one_scan_keeps() {
         let vectors: Vec<QVec> = unit_vectors(8_800, 16)
@@ -1993,19 +2067,33 @@ mod tests {
                 ..v
             })
             .collect();
-        assert!(vectors.len() >= 65_536);
+        let n = vectors.len();
         let VectorIndex::Coded(coded) = VectorIndex::build(store(vectors), 1) else {
             unreachable!()
         };
+        let half = |c: u32| c % 2 == 1;
+        let sparse = |c: u32| c % 50 == 7;
+        let few = |c: u32| c < 30;
         for seed in 0..3 {
             let q = query(16, seed);
-            for keep in [1, 7, 8, 9, 1_600, 40_000, 70_399] {
-                let mut every_core = coded.first_pass(&q, keep, None);
-                let mut in_order = coded.first_pass(&q, keep, Some(&|_| true));
-                every_core.sort_by(best_first);
-                in_order.sort_by(best_first);
-                assert_eq!(every_core.len(), keep);
-                assert_eq!(every_core, in_order, "keep {keep}");
+            for keep in [1, 7, 8, 9, 1_600, 40_000, n - 1] {
+                let bounded = coded.first_pass_best(&q, keep);
+                assert_eq!(bounded.len(), keep);
+                assert_eq!(
+                    bounded,
+                    coded.first_pass_scanned(&q, keep, None),
+                    "keep {keep}"
+                );
+                for (name, allow) in [
+                    ("half", &half as &dyn Fn(u32) -> bool),
+                    ("sparse", &sparse),
+                    ("few", &few),
+                ] {
+                    let bounded = coded.first_pass_best_where(&q, keep, allow);
+                    let scanned = coded.first_pass_scanned(&q, keep, Some(allow));
+                    assert!(bounded.iter().all(|&c| allow(c)));
+                    assert_eq!(bounded, scanned, "keep {keep}, {name}");
+                }
             }
         }
     }
