@@ -842,6 +842,12 @@ pub fn code_bytes(dims: usize) -> usize {
 /// Codes a block of [`Coded`]'s layout holds: the lanes of one AVX2 register.
 pub const BLOCK: usize = 32;
 
+/// Where byte 0 of code `i` lies in [`Coded`]'s blocks of `cb`-byte codes (byte `j` is
+/// `j · BLOCK` further).
+fn block_offset(i: usize, cb: usize) -> usize {
+    i / BLOCK * BLOCK * cb + i % BLOCK
+}
+
 /// Bytes of `n` codes of `dims` dimensions in blocks.
 fn blocked_len(n: usize, dims: usize) -> usize {
     n.div_ceil(BLOCK) * BLOCK * code_bytes(dims)
@@ -860,7 +866,7 @@ fn blocked(rows: &[u8], vectors: &Vectors) -> std::result::Result<Vec<u8>, Strin
     }
     let mut codes = vec![0u8; blocked_len(n, vectors.dims())];
     for (i, code) in rows.chunks_exact(cb.max(1)).enumerate().take(n) {
-        let at = i / BLOCK * BLOCK * cb + i % BLOCK;
+        let at = block_offset(i, cb);
         for (j, &b) in code.iter().enumerate() {
             codes[at + j * BLOCK] = b;
         }
@@ -1015,7 +1021,7 @@ unsafe fn code_4bit_avx2(row: &[u8], scale: f64, mean: &[f64], code: &mut [u8], 
 
 /// Code `i` of `codes` in [`Coded`]'s blocks, into `out` (`cb` bytes).
 fn code_of(codes: &[u8], cb: usize, i: usize, out: &mut [u8]) {
-    let at = i / BLOCK * BLOCK * cb + i % BLOCK;
+    let at = block_offset(i, cb);
     for (j, o) in out.iter_mut().enumerate().take(cb) {
         *o = codes[at + j * BLOCK];
     }
@@ -1127,9 +1133,7 @@ impl Coded {
                 return best;
             }
         }
-        let mut best = self.scan(&table, keep, allow);
-        keep_best(&mut best, keep);
-        best
+        self.scan(&table, keep, allow)
     }
 
     /// The first pass's look-up tables for the unit query `q`, one per code byte (none when the
@@ -1166,15 +1170,14 @@ impl Coded {
     /// adds them.
     fn score(&self, table: &[[f32; 256]], i: usize) -> f32 {
         let cb = table.len();
-        let at = i / BLOCK * BLOCK * cb + i % BLOCK;
+        let at = block_offset(i, cb);
         table
             .iter()
             .enumerate()
             .fold(-0.0, |s, (j, t)| s + t[self.codes[at + j * BLOCK] as usize])
     }
 
-    /// Every allowed code's score, in order: at most `2 × keep` of the best, among which the
-    /// best `keep` of all.
+    /// Every allowed code's score, in order, and the best `keep` of them.
     fn scan(
         &self,
         table: &[[f32; 256]],
@@ -1210,6 +1213,7 @@ impl Coded {
                 consider(b * BLOCK + k, s);
             }
         }
+        keep_best(&mut best, keep);
         best
     }
 
@@ -1388,9 +1392,7 @@ impl Coded {
         let Some(table) = self.tables(q).filter(|_| n > 0) else {
             return Vec::new();
         };
-        let mut best = self.scan(&table, n, allow);
-        keep_best(&mut best, n);
-        self.chunks_of(best)
+        self.chunks_of(self.scan(&table, n, allow))
     }
 
     fn chunks_of(&self, mut pass: Vec<(u32, f32)>) -> Vec<u32> {
@@ -1830,13 +1832,7 @@ mod tests {
     /// tie is not above), at ±0 and far out, over widths with and without a partial last byte.
     #[test]
     fn codes_eight_dimensions_a_step_are_the_scalar_codes() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for dims in [8usize, 16, 100, 383, 384, 768] {
             for _ in 0..200 {
                 let row: Vec<u8> = (0..dims.div_ceil(2)).map(|_| next() as u8).collect();
@@ -1860,6 +1856,34 @@ mod tests {
                 assert_eq!(fast, slow, "{dims} dims, scale {scale}");
             }
         }
+    }
+
+    /// A xorshift sequence from `seed` (not 0).
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    /// Coded vectors: `distinct` unit vectors of `dims` dimensions, each `times` over in a row
+    /// (equal codes, equal scores), numbered as chunks in order.
+    fn repeated(distinct: usize, dims: usize, times: usize) -> Coded {
+        let vectors: Vec<QVec> = unit_vectors(distinct, dims)
+            .into_iter()
+            .flat_map(|v| std::iter::repeat_n(v, times))
+            .enumerate()
+            .map(|(c, v)| QVec {
+                chunk: c as u32,
+                ..v
+            })
+            .collect();
+        let VectorIndex::Coded(coded) = VectorIndex::build(store(vectors), 1) else {
+            unreachable!()
+        };
+        coded
     }
 
     /// `n` unit vectors of `dims` dimensions from a fixed linear congruential sequence, with a
@@ -1986,19 +2010,8 @@ mod tests {
     fn the_first_pass_keeps_the_best_of_every_score_ties_to_the_lower_position() {
         // Each vector four times over (equal codes, equal scores), so the floor the scan keeps
         // meets ties at every size; the best `keep` must be those of all the scores.
-        let vectors: Vec<QVec> = unit_vectors(500, 48)
-            .into_iter()
-            .flat_map(|v| std::iter::repeat_n(v, 4))
-            .enumerate()
-            .map(|(c, v)| QVec {
-                chunk: c as u32,
-                ..v
-            })
-            .collect();
-        let n = vectors.len();
-        let VectorIndex::Coded(coded) = VectorIndex::build(store(vectors), 1) else {
-            unreachable!()
-        };
+        let coded = repeated(500, 48, 4);
+        let n = coded.vectors.len();
         let odd = |c: u32| c % 2 == 1;
         for seed in 0..4 {
             let q = query(48, seed);
@@ -2023,13 +2036,7 @@ mod tests {
     /// one by one: random codes and parts, a partial last block, widths of 1 to 96 bytes.
     #[test]
     fn quantized_sums_are_each_codes_parts_added() {
-        let mut state = 0x51_7cc1_b727_220au64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x51_7cc1_b727_220a);
         for (cb, n) in [(1, 1), (1, 33), (6, 64), (48, 1_000), (48, 31), (96, 95)] {
             let parts: Vec<[u8; 16]> = (0..2 * cb)
                 .map(|_| std::array::from_fn(|_| next() as u8))
@@ -2058,19 +2065,8 @@ mod tests {
     /// fewer than it is asked to keep.
     #[test]
     fn the_bounded_first_pass_keeps_what_one_scan_keeps() {
-        let vectors: Vec<QVec> = unit_vectors(8_800, 16)
-            .into_iter()
-            .flat_map(|v| std::iter::repeat_n(v, 8))
-            .enumerate()
-            .map(|(c, v)| QVec {
-                chunk: c as u32,
-                ..v
-            })
-            .collect();
-        let n = vectors.len();
-        let VectorIndex::Coded(coded) = VectorIndex::build(store(vectors), 1) else {
-            unreachable!()
-        };
+        let coded = repeated(8_800, 16, 8);
+        let n = coded.vectors.len();
         let half = |c: u32| c % 2 == 1;
         let sparse = |c: u32| c % 50 == 7;
         let few = |c: u32| c < 30;
