@@ -489,3 +489,118 @@ fn a_split_folder_answers_as_its_bundle_file() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("core.bin"), "{stderr}");
 }
+
+/// A large bundle's decoded vectors are kept under `$DOCLOUPE_CACHE/vectors` (here for any
+/// bundle: `DOCLOUPE_VECTOR_CACHE=always`) and read back by the next process, from the bundle
+/// file or its split folder, which share them; the answers are the ones decoded vectors give.
+/// A damaged file is decoded past and written again, a planted symlink is neither read nor
+/// written through, `off` keeps nothing, and only the four most recently used files stay.
+#[test]
+fn kept_vectors_answer_as_decoded_ones() {
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, SystemTime};
+    // Coded vectors, as a large bundle has (the fixture's few are kept flat otherwise).
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("coded.bundle");
+    let portable = ["--kernels", "portable", "--compact-threshold", "1"];
+    common::build(&common::fixtures(), &bundle, &portable);
+    let split = tmp.path().join("split");
+    let status = std::process::Command::new(common::index_builder_bin())
+        .arg("split")
+        .arg(&bundle)
+        .arg("--out")
+        .arg(&split)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let cache = tmp.path().join("cache");
+    let kept = cache.join("vectors");
+    let run = |from: &Path, policy: &str| {
+        let out = common::docloupe_search(from)
+            .env("DOCLOUPE_CACHE", &cache)
+            .env("DOCLOUPE_VECTOR_CACHE", policy)
+            .args(["--models", common::model_dir().to_str().unwrap()])
+            .args(["--kernels", "portable", "--mode", "hybrid", "-f", "json"])
+            .args(["how", "big", "may", "the", "cache", "grow"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stdout = mask_times(&String::from_utf8(out.stdout).unwrap());
+        (stdout, String::from_utf8(out.stderr).unwrap())
+    };
+    let files = || -> Vec<std::path::PathBuf> {
+        let mut files: Vec<_> = std::fs::read_dir(&kept)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.sort();
+        files
+    };
+    let old = |path: &Path, secs: u64| {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+            .unwrap();
+    };
+
+    let (decoded, err) = run(&bundle, "off");
+    assert!(decoded.contains("caching.md"), "{decoded}");
+    assert!(files().is_empty() && err.is_empty(), "{err}");
+
+    // Decoded and kept, then read back from the file and the folder: the same file, left in
+    // place (same inode) and marked used.
+    assert_eq!(run(&split, "always"), (decoded.clone(), String::new()));
+    let [file] = &files()[..] else {
+        panic!("{:?}", files())
+    };
+    let inode = std::fs::metadata(file).unwrap().ino();
+    old(file, 1_000);
+    for from in [&bundle, &split] {
+        assert_eq!(run(from, "always"), (decoded.clone(), String::new()));
+    }
+    let meta = std::fs::metadata(file).unwrap();
+    assert_eq!(meta.ino(), inode, "written again");
+    assert!(meta.modified().unwrap() > SystemTime::UNIX_EPOCH + Duration::from_secs(1_000));
+
+    // Damaged: refused with a note, decoded, and written again whole.
+    let good = std::fs::read(file).unwrap();
+    let mut bad = good.clone();
+    *bad.last_mut().unwrap() ^= 0x01;
+    std::fs::write(file, &bad).unwrap();
+    let (answer, err) = run(&bundle, "always");
+    assert_eq!(answer, decoded);
+    assert!(
+        err.contains("decoding the vectors again") && err.contains("checksum"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(file).unwrap(), good);
+
+    // A symlink planted in its place (to a good file) is not read: the vectors are decoded
+    // and written, replacing the link, and what it pointed to is left as it was.
+    let outside = tmp.path().join("outside.vec");
+    std::fs::write(&outside, &good).unwrap();
+    std::fs::remove_file(file).unwrap();
+    std::os::unix::fs::symlink(&outside, file).unwrap();
+    assert_eq!(run(&split, "always").0, decoded);
+    assert!(std::fs::symlink_metadata(file)
+        .unwrap()
+        .file_type()
+        .is_file());
+    assert_eq!(std::fs::read(&outside).unwrap(), good);
+
+    // Five older files: after the next write, the four most recently used stay.
+    for (i, secs) in [(1, 5_000), (2, 4_000), (3, 3_000), (4, 2_000), (5, 1_000)] {
+        let other = kept.join(format!("{i}.v1.vec"));
+        std::fs::write(&other, b"x").unwrap();
+        old(&other, secs);
+    }
+    std::fs::remove_file(file).unwrap();
+    assert_eq!(run(&bundle, "always").0, decoded);
+    let names: Vec<String> = files()
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let own = file.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(names, ["1.v1.vec", "2.v1.vec", "3.v1.vec", own.as_str()]);
+}

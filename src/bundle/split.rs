@@ -830,10 +830,19 @@ impl SplitBundle {
         super::format::verify_section(&section, &entry)?;
         use crate::index::vector::validate_graph_bytes;
         validate_graph_bytes(&section)?;
-        let vectors = crate::index::vector::decode(&section)?;
+        self.install_vectors(crate::index::vector::decode(&section)?)
+    }
+
+    /// Installs vectors decoded elsewhere (a native host's cache of them, keyed by the
+    /// section's checksum), checked as the pieces' are: one per chunk, of the model's width.
+    /// Pieces added before are dropped.
+    #[cfg(feature = "vectors")]
+    pub fn install_vectors(&mut self, vectors: crate::index::vector::VectorIndex) -> Result<()> {
         let dims = self.core.header.embedding.as_ref().map_or(0, |m| m.dims);
         vectors.validate(self.n_chunks(), dims as usize)?;
         let positions = vectors.positions(self.n_chunks());
+        self.vector_prefix = Vec::new();
+        self.vector_pieces.fill_with(|| Piece::Missing);
         self.vectors = Some(Box::new((vectors, positions)));
         Ok(())
     }

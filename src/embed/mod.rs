@@ -202,6 +202,12 @@ pub const KNOWN_MODELS: [(&str, &str, &str); 2] = [
 /// `~/.cache/docloupe/models`.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn models_root() -> std::path::PathBuf {
+    cache_root().join("models")
+}
+
+/// docloupe's cache: `$DOCLOUPE_CACHE`, else `~/.cache/docloupe`.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn cache_root() -> std::path::PathBuf {
     std::env::var_os("DOCLOUPE_CACHE")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
@@ -210,7 +216,6 @@ pub fn models_root() -> std::path::PathBuf {
                 .unwrap_or_else(|| ".".into())
                 .join(".cache/docloupe")
         })
-        .join("models")
 }
 
 /// The installed directory of the model a bundle names (`$DOCLOUPE_MODEL_DIR` when set): a

@@ -17,6 +17,9 @@ use crate::bundle::deflated::Bytes;
 use crate::bundle::Pieces;
 use crate::error::{Error, Result};
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod cache;
+
 /// Seed of the HNSW level generator: fixed, so the graph is reproducible.
 const HNSW_SEED: u64 = 0x00d0_c10b_e5ee_d001;
 

@@ -350,6 +350,39 @@ impl Engine {
         &self.positions
     }
 
+    /// The decoded vectors (`None` without them, or until a split bundle's are all in).
+    #[cfg(feature = "vectors")]
+    pub fn vector_index(&self) -> Option<&crate::index::vector::VectorIndex> {
+        match &self.data {
+            Data::Split(s) => s.vectors().ok().map(|(v, _)| v),
+            Data::Whole(b) => b.vectors.as_ref(),
+        }
+    }
+
+    /// Installs vectors decoded elsewhere, for the bundle whose vectors section they are (a
+    /// native host keeps them between processes: `docloupe search`'s vector cache). They are
+    /// checked as decoded ones are (one per chunk, of the model's width); the caller answers
+    /// for their being the section's (its checksum in the header's section table).
+    #[cfg(feature = "vectors")]
+    pub fn install_vectors(&mut self, vectors: crate::index::vector::VectorIndex) -> Result<()> {
+        if !self.has_vectors() {
+            return Err(Error::Internal(
+                "the bundle has no vectors to install".into(),
+            ));
+        }
+        match &mut self.data {
+            Data::Split(s) => s.install_vectors(vectors),
+            Data::Whole(b) => {
+                let dims = b.header.embedding.as_ref().map_or(0, |m| m.dims);
+                let n = b.docs.chunks.len();
+                vectors.validate(n, dims as usize)?;
+                self.positions = vectors.positions(n);
+                b.vectors = Some(vectors);
+                Ok(())
+            }
+        }
+    }
+
     /// The `vec-N.bin` files of a split bundle not added yet: semantic and hybrid search need
     /// them all (hosts fetch them with the models rather than on the first such query).
     pub fn missing_vector_files(&self) -> Vec<String> {

@@ -4,6 +4,9 @@
 mod mcp;
 mod render;
 mod stats;
+mod vector_cache;
+
+use vector_cache::VectorCache;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -309,7 +312,7 @@ fn search(args: SearchArgs) -> Result<()> {
     );
     let embedder = embedder?;
     let cannot_load = || format!("cannot load {}", args.bundle.display());
-    let (mut engine, folder) = loaded.with_context(cannot_load)?;
+    let (mut engine, folder, unkept) = loaded.with_context(cannot_load)?;
     if let Some(e) = embedder {
         engine.install_embedder(e).with_context(cannot_load)?;
     }
@@ -327,6 +330,14 @@ fn search(args: SearchArgs) -> Result<()> {
         engine = second_stage(engine, &args.model_args)?;
     }
 
+    // Vectors just decoded are kept for the next process: before a batch, which may run for
+    // long, and after a one-off answer, which should not wait for them.
+    let mut unkept = unkept;
+    if args.jsonl {
+        if let Some(cache) = unkept.take() {
+            cache.keep(&engine);
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut ask = |req: &docloupe::SearchRequest| match &folder {
@@ -389,6 +400,10 @@ fn search(args: SearchArgs) -> Result<()> {
         (Err(e), _) => anyhow::bail!("{} ({:?})", e.error.message, e.error.code),
     }
     out.flush()?;
+    drop(out);
+    if let Some(cache) = unkept {
+        cache.keep(&engine);
+    }
     // The process ends with the answer: the operating system takes the engine's memory back
     // at once, where freeing it first (2.24M vectors' arrays, a bundle's tables) took about
     // 0.1 s after the answer was out.
@@ -434,23 +449,36 @@ impl Source {
     }
 
     /// The engine, with the vectors (every piece, for a split folder) when `with_vectors`,
-    /// and the split folder queries read their pieces from. The embedding model is the
-    /// caller's to install: it loads on another thread meanwhile ([`beside`]).
+    /// the split folder queries read their pieces from, and where to keep the vectors just
+    /// decoded ([`VectorCache::keep`], when the caller has time: after the answer). The
+    /// vectors come from that cache when it has them. The embedding model is the caller's to
+    /// install: it loads on another thread meanwhile ([`beside`]).
     pub(crate) fn into_engine(
         self,
         with_vectors: bool,
-    ) -> docloupe::Result<(Engine, Option<PathBuf>)> {
-        match self {
-            Source::File(f) => Ok((Engine::from_decoded(f.decode(with_vectors)?, None)?, None)),
+    ) -> docloupe::Result<(Engine, Option<PathBuf>, Option<VectorCache>)> {
+        let cache = VectorCache::for_header(self.header()).filter(|_| with_vectors);
+        let kept = cache.as_ref().and_then(VectorCache::read);
+        let decode = with_vectors && kept.is_none();
+        let (mut engine, dir) = match self {
+            Source::File(f) => (Engine::from_decoded(f.decode(decode)?, None)?, None),
             Source::Split { dir, mut engine } => {
-                if with_vectors {
+                if decode {
                     for name in engine.missing_vector_files() {
                         engine.add_split_file(&name, &read_piece(&dir, &name)?)?;
                     }
                 }
-                Ok((*engine, Some(dir)))
+                (*engine, Some(dir))
             }
-        }
+        };
+        let unkept = match kept {
+            Some(vectors) => {
+                engine.install_vectors(vectors)?;
+                None
+            }
+            None => cache,
+        };
+        Ok((engine, dir, unkept))
     }
 }
 

@@ -199,7 +199,11 @@ fn load(path: &Path, flags: &ModelArgs, split_budget: usize) -> Collection {
             || source.into_engine(true),
         );
         let embedder = embedder.map_err(|e| ErrorResponse::from(&e))?;
-        let (mut engine, folder) = loaded.map_err(|e| ErrorResponse::from(&e))?;
+        let (mut engine, folder, unkept) = loaded.map_err(|e| ErrorResponse::from(&e))?;
+        // The server runs for long: the vectors are kept for the next one at once.
+        if let Some(cache) = unkept {
+            cache.keep(&engine);
+        }
         if let Some(e) = embedder {
             engine
                 .install_embedder(e)
