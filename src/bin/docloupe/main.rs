@@ -457,7 +457,9 @@ impl Source {
         self,
         with_vectors: bool,
     ) -> docloupe::Result<(Engine, Option<PathBuf>, Option<VectorCache>)> {
-        let cache = VectorCache::for_header(self.header()).filter(|_| with_vectors);
+        let cache = with_vectors
+            .then(|| VectorCache::for_header(self.header()))
+            .flatten();
         let kept = cache.as_ref().and_then(VectorCache::read);
         let decode = with_vectors && kept.is_none();
         let (mut engine, dir) = match self {

@@ -143,10 +143,9 @@ impl VectorCache {
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().ends_with(".vec"))
             .filter_map(|e| {
-                let meta = e.metadata().ok()?;
-                meta.file_type()
-                    .is_file()
-                    .then(|| Some((meta.modified().ok()?, e.path())))?
+                // (`DirEntry::metadata` does not follow a symlink: only plain files go.)
+                let meta = e.metadata().ok().filter(|m| m.file_type().is_file())?;
+                Some((meta.modified().ok()?, e.path()))
             })
             .collect();
         files.sort_by(|a, b| b.cmp(a));
