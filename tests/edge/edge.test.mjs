@@ -22,6 +22,17 @@ const QUERY = '/v1/search/docs/query';
 
 let configs = 0;
 
+/** The first log line of worker `w` that `pred` accepts, waiting up to 5 s for it to arrive
+ * (a line is written as its response goes out); undefined if none does. */
+async function logLine(w, pred) {
+  for (let i = 0; i < 50; i++) {
+    const line = w.logs().find(pred);
+    if (line) return line;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  return undefined;
+}
+
 /**
  * Starts the Worker with `vars` over `assets` (a directory) and the extra wrangler.toml text
  * `toml`; `setup(config, persist)` runs before it starts (e.g. filling local R2). Resolves to
@@ -225,11 +236,7 @@ test('500 INTERNAL_ERROR (fail closed) when a numeric setting does not parse (re
   const w = await startWorker({ vars: { MAX_BODY_BYTES: '16KB', RATE_LIMIT_PER_MINUTE: 'lots' } });
   try {
     await expectError(await post(w, { query: 'cache' }), 500, 'INTERNAL_ERROR');
-    let line;
-    for (let i = 0; i < 50 && !line; i++) {
-      line = w.logs().find((l) => /misconfigured/.test(l.internal ?? ''));
-      if (!line) await new Promise((res) => setTimeout(res, 100));
-    }
+    const line = await logLine(w, (l) => /misconfigured/.test(l.internal ?? ''));
     assert.match(line.internal, /MAX_BODY_BYTES must be a whole number/);
     assert.match(line.internal, /RATE_LIMIT_PER_MINUTE/);
   } finally {
@@ -252,11 +259,7 @@ test('500: an unexpected failure answers INTERNAL_ERROR with a request id and no
   const body = await expectError(r, 500, 'INTERNAL_ERROR');
   assert.match(body.details.requestId, /^[0-9a-f-]{36}$/);
   assert.equal(r.headers.get('X-Request-Id'), body.details.requestId);
-  let line;
-  for (let i = 0; i < 50 && !line; i++) {
-    line = main.logs().find((l) => l.requestId === body.details.requestId);
-    if (!line) await new Promise((res) => setTimeout(res, 100));
-  }
+  const line = await logLine(main, (l) => l.requestId === body.details.requestId);
   assert.equal(line.status, 500);
   assert.match(line.internal, /injected fault/);
   // The next request is served normally.
@@ -324,9 +327,11 @@ test('429: past the per-client rate, RATE_LIMIT with Retry-After; other clients 
     assert.ok(Number.isInteger(retry) && retry >= 1 && retry <= 60, `Retry-After ${retry}`);
     assert.equal(body.details.retryAfterSeconds, retry);
     assert.equal((await post(w, { query: 'cache' }, as('192.0.2.2'))).status, 200);
-    assert.ok(w.logs().some((l) => l.clientIp === '192.0.2.1'), 'client addresses logged when configured');
+    // (A line is written as its response goes out, and reaches the test a moment later.)
+    assert.ok(await logLine(w, (l) => l.clientIp === '192.0.2.1'), 'client addresses logged when configured');
     // With LOG_QUERIES the request is in the line, for `docloupe stats`.
-    assert.ok(w.logs().some((l) => l.params?.query === 'cache 1' && l.results >= 0), JSON.stringify(w.logs().slice(0, 2)));
+    const asked = await logLine(w, (l) => l.params?.query === 'cache 1' && l.results >= 0);
+    assert.ok(asked, JSON.stringify(w.logs().slice(0, 2)));
     // CORS limited to one origin.
     const allowed = await post(w, { query: 'cache' }, { ...as('192.0.2.3'), Origin: 'https://docs.example' });
     assert.equal(allowed.headers.get('Access-Control-Allow-Origin'), 'https://docs.example');
