@@ -402,16 +402,7 @@ fn a_bad_bundle_path_is_named_once() {
 #[test]
 fn a_split_folder_answers_as_its_bundle_file() {
     let (tmp, bundle) = common::portable_fixture_bundle_file();
-    let split = tmp.path().join("split");
-    let status = std::process::Command::new(common::index_builder_bin())
-        .arg("split")
-        .arg(&bundle)
-        .arg("--out")
-        .arg(&split)
-        .output()
-        .unwrap()
-        .status;
-    assert!(status.success());
+    let split = split_beside(&bundle);
     let run = |from: &std::path::Path, args: &[&str], stdin: Option<&str>| {
         let mut cmd = common::docloupe_search(from);
         cmd.args([
@@ -490,6 +481,20 @@ fn a_split_folder_answers_as_its_bundle_file() {
     assert!(stderr.contains("core.bin"), "{stderr}");
 }
 
+/// `index-builder split <bundle>` into a folder `split` beside it.
+fn split_beside(bundle: &Path) -> std::path::PathBuf {
+    let split = bundle.with_file_name("split");
+    let status = std::process::Command::new(common::index_builder_bin())
+        .arg("split")
+        .arg(bundle)
+        .arg("--out")
+        .arg(&split)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    split
+}
+
 /// A large bundle's decoded vectors are kept under `$DOCLOUPE_CACHE/vectors` (here for any
 /// bundle: `DOCLOUPE_VECTOR_CACHE=always`) and read back by the next process, from the bundle
 /// file or its split folder, which share them; the answers are the ones decoded vectors give.
@@ -504,15 +509,7 @@ fn kept_vectors_answer_as_decoded_ones() {
     let bundle = tmp.path().join("coded.bundle");
     let portable = ["--kernels", "portable", "--compact-threshold", "1"];
     common::build(&common::fixtures(), &bundle, &portable);
-    let split = tmp.path().join("split");
-    let status = std::process::Command::new(common::index_builder_bin())
-        .arg("split")
-        .arg(&bundle)
-        .arg("--out")
-        .arg(&split)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let split = split_beside(&bundle);
     let cache = tmp.path().join("cache");
     let kept = cache.join("vectors");
     let run = |from: &Path, policy: &str| {

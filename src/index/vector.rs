@@ -1862,7 +1862,7 @@ mod tests {
     }
 
     /// A xorshift sequence from `seed` (not 0).
-    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    pub(super) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
         move || {
             state ^= state << 13;
             state ^= state >> 7;

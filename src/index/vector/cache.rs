@@ -211,13 +211,7 @@ mod tests {
 
     /// `n` vectors of `dims` dimensions, at 4 bits when `wide` is false, else int8.
     fn coded(n: usize, dims: usize, wide: bool) -> Coded {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = super::super::tests::xorshift(0x2545_f491_4f6c_dd1d);
         let mut v = Vectors::new(dims);
         for c in 0..n as u32 {
             let span = if wide { 256 } else { 16 };
