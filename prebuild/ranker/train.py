@@ -9,7 +9,8 @@ Data (no test split is ever read):
   * fitted on the train split of tests/questions/docs-questions.jsonl (250 developer questions
     over five documentation sets of ../shared/corpora, graded 2 = answers, 1 = related), and
     with --scifact BEIR SciFact's train qrels too;
-  * settings chosen on its dev split (--grid prints dev top-3 for a few);
+  * settings chosen on its dev split (--grid prints dev top-3 for a few; --cv K scores them by
+    K-fold cross-validation over the train and dev questions together, a less noisy reading);
   * with --typos W, also the typo and prefix forms of PowerShell-Docs page titles that no dev or
     test query is made from (tests/bench/quality.py's typos train split), each at weight W.
 For every query the release `docloupe search --jsonl --explain-features` answers a hybrid,
@@ -230,6 +231,48 @@ def evaluate(dev, score_fn):
     return rows
 
 
+def cross_validate(k, fit, weights, dev, settings, sci_dev):
+    """K folds over the docs questions of train and dev together (by a hash of the question id):
+    each fold is scored by models fitted on the other folds, once on their train questions only
+    and once on their train and dev questions, so the 336 questions judge each setting (not the
+    86 of dev alone) and the second figure says whether dev's questions would add anything to
+    the fit. Rows that are not docs questions (SciFact, typo titles) are fitted in every fold."""
+    import hashlib
+    docs = {g[0] for groups in dev.values() for g in groups}
+    train_ids = {g[0] for g in fit if g[0].startswith("docs:")}
+    extra = [(g, w) for g, w in zip(fit, weights) if not g[0].startswith("docs:")]
+    questions = [g for g in fit if g[0].startswith("docs:")] + [g for groups in dev.values() for g in groups]
+    fold = {g[0]: hashlib.sha256(g[0].encode()).digest()[0] % k for g in questions}
+    corpora = sorted({g[0].split("/")[0] for g in questions})
+    fused = lambda r: r[2][0]  # noqa: E731
+    n = {c: sum(g[0].startswith(c + "/") for g in questions) for c in corpora}
+    print(f"{k}-fold cross-validation over {len(questions)} docs questions ({len(train_ids)} train, "
+          f"{len(docs)} dev); top-3 per corpus, then all")
+    print(f"  {'':<52}" + "".join(f"{c.split(':')[1][:14]:>15}" for c in corpora) + f"{'all':>8}")
+    base = {c: hit_rate([g for g in questions if g[0].startswith(c + "/")], fused, 2, demote=False) for c in corpora}
+    print(f"  {'fused first stage':<52}" + "".join(f"{base[c]:15.3f}" for c in corpora)
+          + f"{sum(base[c] * n[c] for c in corpora) / len(questions):8.3f}")
+    for st in settings:
+        a = argparse.Namespace(**st)
+        for label, with_dev in (("train", False), ("train + dev", True)):
+            hits = {c: 0 for c in corpora}
+            for f in range(k):
+                rows = [g for g in questions if fold[g[0]] != f and (with_dev or g[0] in train_ids)]
+                rows += [g for g, _ in extra]
+                booster = train(rows, a, [1.0] * (len(rows) - len(extra)) + [w for _, w in extra])
+                score = lambda r, b=booster: float(b.predict([r[2]])[0])  # noqa: E731
+                for c in corpora:
+                    held = [g for g in questions if fold[g[0]] == f and g[0].startswith(c + "/")]
+                    hits[c] += hit_rate(held, score, 2) * len(held)
+            name = f"{a.leaves} leaves, min {a.min_leaf}, {a.trees} trees, lr {a.learning_rate}; {label}"
+            print(f"  {name:<52}" + "".join(f"{hits[c] / n[c]:15.3f}" for c in corpora)
+                  + f"{sum(hits.values()) / len(questions):8.3f}")
+        if sci_dev:
+            booster = train(fit, a, weights)
+            print(f"  {'':<52}SciFact (other half of train) nDCG@10 fused {ndcg10(sci_dev, fused):.4f} "
+                  f"ranked {ndcg10(sci_dev, lambda r, b=booster: float(b.predict([r[2]])[0])):.4f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "src", "search", "ranker.json"))
@@ -244,6 +287,9 @@ def main():
                     help="also fit on typo and prefix forms of PowerShell-Docs page titles (quality.py's "
                          "typos train split) at this weight a query, and print their dev top-5")
     ap.add_argument("--grid", action="store_true", help="try a few settings, print dev top-3 for each")
+    ap.add_argument("--cv", type=int, default=0, metavar="K",
+                    help="K-fold cross-validation over the train and dev questions together (folds by a hash "
+                         "of the question id): top-3 for each setting, fitted on train only and on train + dev")
     ap.add_argument("--search-args", default="")
     ap.add_argument("--id", default="docloupe-ranker-1")
     ap.add_argument("--max-chunks", type=int, default=MAX_CHUNKS, help="maxChunksPerDocument of the pools")
@@ -276,6 +322,8 @@ def main():
             dict(leaves=4, min_leaf=50, trees=200, learning_rate=0.05),
             dict(leaves=8, min_leaf=20, trees=100, learning_rate=0.05),
         )]
+    if args.cv:
+        return cross_validate(args.cv, fit, weights, dev, settings, sci_dev if args.scifact else None)
     for st in settings:
         a = argparse.Namespace(**st)
         booster = train(fit, a, weights)
