@@ -171,6 +171,11 @@ def train(groups, args, weights=None):
     return lgb.train(params, data, num_boost_round=args.trees)
 
 
+def scorer(booster):
+    """A feature row's score under `booster` (what `hit_rate`, `ndcg10` and `evaluate` take)."""
+    return lambda r: float(booster.predict([r[2]])[0])
+
+
 def export(booster, names, path, model_id):
     """Flattens LightGBM's trees into the engine's format (src/search/rank.rs `Tree`)."""
     dump = booster.dump_model()
@@ -260,17 +265,16 @@ def cross_validate(k, fit, weights, dev, settings, sci_dev):
                 rows = [g for g in questions if fold[g[0]] != f and (with_dev or g[0] in train_ids)]
                 rows += [g for g, _ in extra]
                 booster = train(rows, a, [1.0] * (len(rows) - len(extra)) + [w for _, w in extra])
-                score = lambda r, b=booster: float(b.predict([r[2]])[0])  # noqa: E731
                 for c in corpora:
                     held = [g for g in questions if fold[g[0]] == f and g[0].startswith(c + "/")]
-                    hits[c] += hit_rate(held, score, 2) * len(held)
+                    hits[c] += hit_rate(held, scorer(booster), 2) * len(held)
             name = f"{a.leaves} leaves, min {a.min_leaf}, {a.trees} trees, lr {a.learning_rate}; {label}"
             print(f"  {name:<52}" + "".join(f"{hits[c] / n[c]:15.3f}" for c in corpora)
                   + f"{sum(hits.values()) / len(questions):8.3f}")
         if sci_dev:
             booster = train(fit, a, weights)
             print(f"  {'':<52}SciFact (other half of train) nDCG@10 fused {ndcg10(sci_dev, fused):.4f} "
-                  f"ranked {ndcg10(sci_dev, lambda r, b=booster: float(b.predict([r[2]])[0])):.4f}")
+                  f"ranked {ndcg10(sci_dev, scorer(booster)):.4f}")
 
 
 def main():
@@ -327,7 +331,7 @@ def main():
     for st in settings:
         a = argparse.Namespace(**st)
         booster = train(fit, a, weights)
-        score = lambda r, b=booster: float(b.predict([r[2]])[0])  # noqa: E731
+        score = scorer(booster)
         print(f"fit on {len(fit)} train queries; leaves {a.leaves}, min_leaf {a.min_leaf}, trees {a.trees}, "
               f"lr {a.learning_rate}")
         print(f"  {'dev corpus':<28} {'n':>3} {'fused top3':>10} {'ranked top3':>11}")
