@@ -95,6 +95,11 @@ pub enum Error {
     /// Serialization of a bundle failed (builder side).
     #[error("cannot encode bundle: {0}")]
     Encode(String),
+
+    /// One document cannot go into the bundle as it is; the builder skips it and goes on
+    /// (the bundle stays as it was before it).
+    #[error("{path}: {why}")]
+    DocumentRefused { path: String, why: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -151,7 +156,10 @@ impl Error {
             | Error::SemanticUnavailable(_)
             | Error::FilesNeeded(_) => ErrorCode::DocsCollectionUnavailable,
             Error::RerankUnavailable { .. } => ErrorCode::DocsRerankingUnavailable,
-            Error::Model(_) | Error::Encode(_) | Error::Internal(_) => ErrorCode::InternalError,
+            Error::Model(_)
+            | Error::Encode(_)
+            | Error::DocumentRefused { .. }
+            | Error::Internal(_) => ErrorCode::InternalError,
         }
     }
 
@@ -191,7 +199,10 @@ impl Error {
             Error::SemanticUnavailable(_) => json!({"reason": "EmbeddingModelNotLoaded"}),
             Error::RerankUnavailable { reason, .. } => json!({"reason": reason}),
             Error::FilesNeeded(files) => json!({"reason": "BundleFilesNeeded", "files": files}),
-            Error::Model(_) | Error::Encode(_) | Error::Internal(_) => return None,
+            Error::Model(_)
+            | Error::Encode(_)
+            | Error::DocumentRefused { .. }
+            | Error::Internal(_) => return None,
         })
     }
 }

@@ -44,7 +44,8 @@ pub use format::{
 pub use model::*;
 pub(crate) use packed::append as append_packed_chunks;
 pub use packed::PackedDocs;
-pub use path::{document_path_problem, url_scheme};
+pub use packed::{RunCost, BUDGET_PER_BYTE, BUDGET_SLACK};
+pub use path::{document_path_problem, is_bidi_control, is_format_char, url_scheme};
 
 /// The format version this engine writes. 2: documents record their citation, chunks
 /// their page span (PDF). 3: documents' creation date and file size. 4: large collections'

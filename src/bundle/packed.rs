@@ -121,27 +121,41 @@ fn for_each_packed<'a>(
     Ok(())
 }
 
-/// Packs one document's chunks (`own`), whose breadcrumbs start from `title`.
+/// What [`unpack`] charges against its budget for one chunk: the breadcrumb entries it takes
+/// over from the chunk before (`shared`), and that chunk's anchor when it repeats it. The
+/// writer charges the same ([`append`]), so it can keep every bundle inside every reader's
+/// budget.
+fn copy_cost(shared: &[String], repeated_anchor: Option<&str>) -> usize {
+    shared.iter().map(|s| s.len() + 24).sum::<usize>() + repeated_anchor.map_or(0, str::len)
+}
+
+/// Packs one document's chunks (`own`), whose breadcrumbs start from `title`. Returns what
+/// reading them back copies ([`copy_cost`], summed).
 fn pack_run<'a>(
     title: &'a [String],
     own: &'a [ChunkMeta],
     f: &mut impl FnMut(PackedChunk<'a>) -> Result<()>,
-) -> Result<()> {
+) -> Result<usize> {
     let mut path = title;
     let mut anchor = "";
+    let mut copied = 0usize;
     for c in own {
         let shared = path
             .iter()
             .zip(&c.section_path)
             .take_while(|(a, b)| a == b)
             .count();
+        let repeated = (c.anchor == anchor).then_some(anchor);
+        copied = copied.saturating_add(copy_cost(&c.section_path[..shared], repeated));
         f(PackedChunk {
             id: id_bytes(&c.id).ok_or_else(|| {
                 Error::Encode(format!("chunk id {:?} is not 32 hex digits", c.id))
             })?,
             shared: shared as u32,
             tail: Cow::Borrowed(&c.section_path[shared..]),
-            anchor: (c.anchor != anchor).then_some(Cow::Borrowed(c.anchor.as_str())),
+            anchor: repeated
+                .is_none()
+                .then_some(Cow::Borrowed(c.anchor.as_str())),
             line_start: c.line_start,
             lines: c
                 .line_end
@@ -152,21 +166,50 @@ fn pack_run<'a>(
         path = &c.section_path;
         anchor = &c.anchor;
     }
-    Ok(())
+    Ok(copied)
 }
 
 /// Appends the chunks of one document, titled `title`, to `out` as [`Packing`] writes them
 /// (postcard writes a sequence's elements back to back): a builder holds its chunk metadata
 /// packed, as it will be written, rather than as `ChunkMeta`s (at 2.24M chunks, about 0.7 GB
-/// less).
-pub(crate) fn append(title: &str, chunks: &[ChunkMeta], out: &mut Vec<u8>) -> Result<()> {
+/// less). Returns what reading them back costs against the readers' budget.
+pub(crate) fn append(title: &str, chunks: &[ChunkMeta], out: &mut Vec<u8>) -> Result<RunCost> {
     let title = [title.to_owned()];
-    pack_run(&title, chunks, &mut |p| {
+    let before = out.len();
+    let copied = pack_run(&title, chunks, &mut |p| {
         *out = postcard::to_extend(&p, std::mem::take(out))
             .map_err(|e| Error::Encode(format!("docs: {e}")))?;
         Ok(())
+    })?;
+    Ok(RunCost {
+        copied,
+        packed: out.len() - before,
     })
 }
+
+/// What one document's chunks cost a reader ([`unpack`]): the bytes of breadcrumbs and
+/// anchors copied from chunk to chunk, and the bytes the chunks take packed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunCost {
+    pub copied: usize,
+    pub packed: usize,
+}
+
+impl RunCost {
+    /// What the copies come to beyond the budget the chunks' own bytes buy
+    /// ([`budget_for`]'s 16 a byte): the part only the budget's fixed slack can pay for.
+    pub fn excess(self) -> usize {
+        self.copied
+            .saturating_sub(self.packed.saturating_mul(BUDGET_PER_BYTE))
+    }
+}
+
+/// What every byte of a section buys of [`unpack`]'s budget, and the budget's fixed part: a
+/// bundle whose documents' [`RunCost::excess`] sums to at most [`BUDGET_SLACK`] is read by
+/// every reader, whichever documents it reads together (the whole `docs` section, a split
+/// layout's fragment shard, one document of an incremental build).
+pub const BUDGET_PER_BYTE: usize = 16;
+pub const BUDGET_SLACK: usize = 1 << 20;
 
 /// A bundle's documents, and their chunk metadata as the `docs` section writes it (about 60
 /// bytes a chunk), each document's chunks read back when asked for: what an incremental
@@ -281,8 +324,10 @@ pub(crate) fn unpack(
                     path.len()
                 ));
             }
-            let copied = path[..shared].iter().map(|s| s.len() + 24).sum::<usize>()
-                + if p.anchor.is_none() { anchor.len() } else { 0 };
+            let copied = copy_cost(
+                &path[..shared],
+                p.anchor.is_none().then_some(anchor.as_str()),
+            );
             budget = budget.checked_sub(copied).ok_or_else(|| {
                 "chunk breadcrumbs expand far past their section's size".to_owned()
             })?;
@@ -316,7 +361,8 @@ pub(crate) fn unpack(
 /// The most bytes of breadcrumbs and anchors `unpack` copies for a section of `len` bytes:
 /// cpp-docs copies 1.2× its section's size (9.1 MB, counting 24 bytes a `String`).
 pub(crate) fn budget_for(len: usize) -> usize {
-    len.saturating_mul(16).saturating_add(1 << 20)
+    len.saturating_mul(BUDGET_PER_BYTE)
+        .saturating_add(BUDGET_SLACK)
 }
 
 fn id_bytes(hex: &str) -> Option<[u8; 16]> {

@@ -170,6 +170,9 @@ pub struct BundleBuilder<'a> {
     documents: Vec<Document>,
     /// The chunks' metadata as the `docs` section writes it.
     packed: Vec<u8>,
+    /// The documents' [`crate::bundle::RunCost::excess`] so far: kept within the readers'
+    /// fixed slack.
+    excess: usize,
     text: TextBlocks,
     vectors: vector::Vectors,
 }
@@ -183,6 +186,7 @@ impl<'a> BundleBuilder<'a> {
             lexical: LexicalBuilder::default(),
             documents: Vec::new(),
             packed: Vec::new(),
+            excess: 0,
             text: TextBlocks::default(),
             vectors: vector::Vectors::new(opts.model.as_ref().map_or(0, |m| m.dims as usize)),
         }
@@ -234,44 +238,12 @@ impl<'a> BundleBuilder<'a> {
         }
         let model_id = opts.model.as_ref().map_or("none", |m| m.id.as_str());
         let d = self.documents.len();
-        let title_terms = analyzer.terms(&doc.title);
-        let description_terms = doc
-            .description
-            .as_deref()
-            .map(|t| analyzer.terms(t))
-            .unwrap_or_default();
         let first_chunk =
             u32::try_from(self.chunks()).map_err(|_| Error::Encode("over 2^32 chunks".into()))?;
         let chunk_count = doc.chunks.len() as u32;
         let mut metas = Vec::with_capacity(doc.chunks.len());
+        let mut bodies = Vec::with_capacity(doc.chunks.len());
         for (k, chunk) in doc.chunks.into_iter().enumerate() {
-            // The title is section_path[0]; weigh only the headings below it as headings.
-            let mut heading_terms = analyzer.terms(
-                &chunk
-                    .section_path
-                    .iter()
-                    .skip(1)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
-            if k == 0 {
-                heading_terms.extend(description_terms.iter().cloned());
-            }
-            let body_terms = analyzer.terms(&chunk.text);
-            let id = self.lexical.add_chunk([
-                (title_terms.as_slice(), cfg.title_weight),
-                (heading_terms.as_slice(), cfg.heading_weight),
-                (body_terms.as_slice(), cfg.body_weight),
-            ]);
-            if let (Some(m), Some(v)) = (&opts.model, chunk.embedding) {
-                let v = v.into_qvec(id);
-                let four = !opts.int8_vectors && crate::embed::four_bit_vectors(&m.id);
-                let v = if four { v.to_4bit() } else { v };
-                self.vectors
-                    .push(v.chunk, v.scale, &v.data)
-                    .map_err(Error::Encode)?;
-            }
             metas.push(ChunkMeta {
                 doc: d as u32,
                 chunk_index: k as u32,
@@ -288,9 +260,62 @@ impl<'a> BundleBuilder<'a> {
                 line_end: chunk.line_end,
                 page_span: chunk.page_span,
             });
-            self.text.push(chunk.text)?;
+            bodies.push((chunk.text, chunk.embedding));
         }
-        crate::bundle::append_packed_chunks(&doc.title, &metas, &mut self.packed)?;
+        // Every reader holds what it reads of the chunk metadata to a budget (a few crafted
+        // bytes could otherwise repeat a long breadcrumb millions of times): a document whose
+        // breadcrumbs would take the bundle past it is refused here, or the bundle would be.
+        let mut packed = Vec::new();
+        let cost = crate::bundle::append_packed_chunks(&doc.title, &metas, &mut packed)?;
+        let excess = self.excess.saturating_add(cost.excess());
+        if excess > crate::bundle::BUDGET_SLACK {
+            return Err(Error::DocumentRefused {
+                path: doc.path,
+                why: format!(
+                    "its {} chunks repeat {} bytes of breadcrumbs and anchors, more than a reader accepts",
+                    metas.len(),
+                    cost.copied
+                ),
+            });
+        }
+        self.excess = excess;
+        let title_terms = analyzer.terms(&doc.title);
+        let description_terms = doc
+            .description
+            .as_deref()
+            .map(|t| analyzer.terms(t))
+            .unwrap_or_default();
+        for (k, (meta, (text, embedding))) in metas.iter().zip(bodies).enumerate() {
+            // The title is section_path[0]; weigh only the headings below it as headings.
+            let mut heading_terms = analyzer.terms(
+                &meta
+                    .section_path
+                    .iter()
+                    .skip(1)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            if k == 0 {
+                heading_terms.extend(description_terms.iter().cloned());
+            }
+            let body_terms = analyzer.terms(&text);
+            let id = self.lexical.add_chunk([
+                (title_terms.as_slice(), cfg.title_weight),
+                (heading_terms.as_slice(), cfg.heading_weight),
+                (body_terms.as_slice(), cfg.body_weight),
+            ]);
+            if let (Some(m), Some(v)) = (&opts.model, embedding) {
+                let v = v.into_qvec(id);
+                let four = !opts.int8_vectors && crate::embed::four_bit_vectors(&m.id);
+                let v = if four { v.to_4bit() } else { v };
+                self.vectors
+                    .push(v.chunk, v.scale, &v.data)
+                    .map_err(Error::Encode)?;
+            }
+            self.text.push(text)?;
+        }
+        self.packed.extend_from_slice(&packed);
         self.documents.push(Document {
             path: doc.path,
             doc_id: doc.doc_id,
@@ -462,6 +487,89 @@ mod tests {
                 assert_eq!(read.text.get(i).unwrap(), source.text);
             }
             assert_eq!(build_bundle(docs, &opts).unwrap().docs, read.docs);
+        }
+    }
+
+    /// Regression (hostile inputs, issue 59): the builder wrote bundles whose breadcrumbs
+    /// every reader refused ("chunk breadcrumbs expand far past their section's size"). A
+    /// document that would take the bundle past the readers' budget is refused when added,
+    /// and what the builder writes loads whole, a document at a time and as a split layout.
+    #[test]
+    fn a_document_past_the_readers_budget_is_refused_and_the_bundle_loads() {
+        let opts = BuildOptions {
+            builder: "test".into(),
+            project_id: None,
+            model: None,
+            compact_threshold: 10,
+            int8_vectors: false,
+        };
+        // Each chunk shares a six-level breadcrumb of 256-character headings with the one
+        // before it: about 1.6 KB copied for about 25 bytes written.
+        let heavy = |d: usize| {
+            let path: Vec<String> = (0..6).map(|l| format!("{l}{}", "h".repeat(255))).collect();
+            SourceDocument {
+                path: format!("heavy/{d:03}.md"),
+                doc_id: format!("{d:032x}"),
+                title: path[0].clone(),
+                description: None,
+                doc_type: "md".into(),
+                date: None,
+                created: None,
+                file_size: None,
+                tags: vec![],
+                lang: Language::En,
+                citation: None,
+                chunks: (0..200)
+                    .map(|k| SourceChunk {
+                        section_path: path.clone(),
+                        anchor: "a".into(),
+                        line_start: k + 1,
+                        line_end: k + 1,
+                        page_span: None,
+                        text: format!("chunk {k} of {d}"),
+                        embedding: None,
+                    })
+                    .collect(),
+            }
+        };
+        let mut builder = BundleBuilder::new(&opts);
+        let (mut added, mut refused) = (0, 0);
+        for d in 0..8 {
+            match builder.add(heavy(d)) {
+                Ok(()) => added += 1,
+                Err(Error::DocumentRefused { path, why }) => {
+                    assert_eq!(path, format!("heavy/{d:03}.md"));
+                    assert!(why.contains("more than a reader accepts"), "{why}");
+                    refused += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(
+            added >= 2 && refused >= 1,
+            "{added} added, {refused} refused"
+        );
+        let bytes = builder.encode(|| {}).unwrap().into_bytes();
+        let whole = crate::bundle::decode(&bytes).unwrap();
+        assert_eq!(whole.docs.documents.len(), added);
+        let packed = crate::bundle::packed_docs(&bytes).unwrap().unwrap();
+        for d in 0..added {
+            assert_eq!(packed.chunks(d).unwrap().len(), 200);
+        }
+        for sizes in [
+            crate::bundle::split::ShardSizes::default(),
+            crate::bundle::split::ShardSizes {
+                lexical: 1,
+                fragment: 1,
+                vocabulary: 1,
+                vectors: 64,
+            },
+        ] {
+            let files = crate::bundle::split::split_with(&whole, &bytes, sizes).unwrap();
+            let mut split = crate::bundle::split::SplitBundle::open(&files[0].1).unwrap();
+            for (name, file) in &files[1..] {
+                split.add(name, file).unwrap();
+            }
         }
     }
 
