@@ -49,6 +49,8 @@ impl References {
     /// Parses CSL-JSON: an array of entries (or one entry object, or `{"items": [...]}`).
     /// Entries without an id or citation key are skipped with a warning.
     pub fn parse(text: &str, source: &str, warnings: &mut Vec<String>) -> Result<References> {
+        // Zotero on Windows and other exporters begin the file with a byte order mark.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let json: Value = serde_json::from_str(text).with_context(|| {
             format!("references {source} are not valid JSON (CSL-JSON expected)")
         })?;
@@ -289,6 +291,20 @@ mod tests {
       {"type": "book", "title": "no key"},
       {"id": "smith2020", "title": "duplicate"}
     ]"#;
+
+    /// Regression (hostile inputs, issue 59): a CSL-JSON file starting with a byte order mark
+    /// was refused at "line 1 column 1".
+    #[test]
+    fn a_byte_order_mark_before_the_json_is_skipped() {
+        let mut w = Vec::new();
+        let refs = References::parse(&format!("\u{feff}{REFS}"), "refs.json", &mut w).unwrap();
+        let plain = References::parse(REFS, "refs.json", &mut Vec::new()).unwrap();
+        assert_eq!(
+            format!("{:?}", refs.entries),
+            format!("{:?}", plain.entries)
+        );
+        assert!(!w.iter().any(|w| w.contains("not valid JSON")), "{w:?}");
+    }
 
     #[test]
     fn csl_json_entries_become_citations() {

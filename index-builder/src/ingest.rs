@@ -23,6 +23,78 @@ pub struct SourceFile {
     pub abs: PathBuf,
     /// Relative to the root, forward slashes.
     pub rel: String,
+    /// The file the walk found (device and inode, on Unix): [`read_source`] reads that file
+    /// and no other, so a file swapped for a link (or a folder above it swapped for a link)
+    /// between the walk and the read is refused, not followed out of the folder. `None` for a
+    /// file named on the command line, which is read wherever it leads.
+    pub identity: Option<(u64, u64)>,
+}
+
+/// The device and inode of a file's metadata (Unix); elsewhere nothing is compared.
+fn identity_of(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// Reads a document's bytes, at most `limit`: the file is opened first (never through a link
+/// at its own name, never blocking on a FIFO put in its place), its size checked on the
+/// opened file before anything is read, and then at most `limit + 1` bytes read, so a sparse
+/// 2 GiB file costs nothing and a file that grows while it is read is still refused. A file
+/// that is not the one the walk found (`identity`) is refused.
+pub fn read_source(file: &SourceFile, limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let nofollow = if file.identity.is_some() {
+            libc::O_NOFOLLOW
+        } else {
+            0
+        };
+        options.custom_flags(nofollow | libc::O_NONBLOCK);
+    }
+    let f = options
+        .open(&file.abs)
+        .map_err(|e| match e.raw_os_error() {
+            #[cfg(unix)]
+            Some(libc::ELOOP) => {
+                "it was replaced by a symbolic link after the folder was read".into()
+            }
+            _ => format!("cannot read: {e}"),
+        })?;
+    let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if file.identity.is_some() && identity_of(&meta) != file.identity {
+        return Err("it was replaced by another file after the folder was read".into());
+    }
+    if meta.len() > limit {
+        return Err(format!(
+            "{} bytes is over the {limit} byte limit",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "it grew past the {limit} byte limit while it was read"
+        ));
+    }
+    Ok(bytes)
 }
 
 /// The document formats the builder reads, by file extension.
@@ -118,6 +190,7 @@ pub fn parse_document(
 /// Plain text: one section of paragraphs (runs of non-blank lines). The title is the first
 /// line when it reads like one (short, not ending a sentence), else the file name.
 pub fn parse_text(source: &str, file_stem: &str) -> ParsedDoc {
+    let source = &*unify_line_ends(source);
     let blocks = paragraphs(source, |_| None);
     let title = title_from_text(
         source.lines().map(str::trim).find(|l| !l.is_empty()),
@@ -192,6 +265,7 @@ pub fn single_file(path: &Path) -> anyhow::Result<SourceFile> {
         format,
         abs: path.to_path_buf(),
         rel,
+        identity: None,
     })
 }
 
@@ -215,16 +289,24 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
                 continue;
             }
         };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
         let path = entry.path();
-        if Format::of(path).is_none() {
-            continue;
-        }
         let Ok(rel) = path.strip_prefix(root) else {
             continue;
         };
+        if entry.depth() > 0 && entry.path_is_symlink() {
+            // A link may lead anywhere, out of the folder included: never followed.
+            warnings.push(format!(
+                "{}: skipped, it is a symbolic link (links are not followed)",
+                rel.to_string_lossy()
+            ));
+            continue;
+        }
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        if Format::of(path).is_none() {
+            continue;
+        }
         let Some(parts) = rel
             .components()
             .map(|c| c.as_os_str().to_str())
@@ -243,10 +325,18 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
             warnings.push(format!("{rel:?}: skipped, its path {why}"));
             continue;
         }
+        let identity = match entry.metadata() {
+            Ok(meta) => identity_of(&meta),
+            Err(e) => {
+                warnings.push(format!("{rel}: skipped, cannot read: {e}"));
+                continue;
+            }
+        };
         files.push(SourceFile {
             format: Format::of(path).expect("filtered above"),
             abs: path.to_path_buf(),
             rel,
+            identity,
         });
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
@@ -328,6 +418,116 @@ pub(crate) fn markdown_options() -> Options {
     options
 }
 
+/// Table cells a page may make the parser hold, beyond half its length in bytes (every cell
+/// written takes at least two bytes, `x|`).
+const MAX_PADDED_CELLS: usize = 1 << 20;
+
+/// [`markdown_options`] for `body`, without tables when its tables would make the parser
+/// hold more than [`MAX_PADDED_CELLS`] cells beyond what the text itself writes: pulldown-cmark
+/// pads every short row to its header's width (2^18 cells a table at most, but per table),
+/// so 1 MB of 362-column headers over one-character rows asked for 6.3 GB. Such a page is
+/// read with its tables as plain text; the second value is the cells its tables would have
+/// taken then, for the warning.
+pub(crate) fn markdown_options_for(body: &str) -> (Options, Option<usize>) {
+    let mut options = markdown_options();
+    let cells = table_cells(body);
+    if cells > MAX_PADDED_CELLS.saturating_add(body.len() / 2) {
+        options.remove(Options::ENABLE_TABLES);
+        return (options, Some(cells));
+    }
+    (options, None)
+}
+
+/// An upper bound of the cells the parser makes for `body`'s tables: for each delimiter row
+/// (`|---|:-:|`, inside quotes and lists too), its columns times the lines from its header to
+/// the next blank line.
+fn table_cells(body: &str) -> usize {
+    let lines: Vec<&str> = body.lines().collect();
+    let mut cells = 0usize;
+    let mut i = 1;
+    while i < lines.len() {
+        let Some(columns) = delimiter_columns(lines[i]) else {
+            i += 1;
+            continue;
+        };
+        let rows = 1 + lines[i + 1..]
+            .iter()
+            .take_while(|l| !l.trim().is_empty())
+            .count();
+        cells = cells.saturating_add(columns.saturating_mul(rows));
+        i += rows;
+    }
+    cells
+}
+
+/// The columns of a table's delimiter row (`| --- | :-: |`), or `None` for any other line.
+fn delimiter_columns(line: &str) -> Option<usize> {
+    let row = line.trim_start_matches(|c: char| c.is_whitespace() || c == '>');
+    let row = row.trim_end();
+    if !row.contains('|') || !row.contains('-') {
+        return None;
+    }
+    if !row
+        .chars()
+        .all(|c| matches!(c, '|' | '-' | ':' | ' ' | '\t'))
+    {
+        return None;
+    }
+    let inner = row.strip_prefix('|').unwrap_or(row);
+    let inner = inner.strip_suffix('|').unwrap_or(inner);
+    Some(inner.split('|').count())
+}
+
+/// `source` with every carriage return that ends a line alone (old Mac line ends, `a\rb`)
+/// made a line feed: the same length, so byte offsets keep their place, and such a line is a
+/// line for the parser and for line numbers, as it is in an editor. `\r\n` stays.
+pub fn unify_line_ends(source: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = source.as_bytes();
+    let lone = |i: usize| bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n');
+    if !(0..bytes.len()).any(lone) {
+        return std::borrow::Cow::Borrowed(source);
+    }
+    let unified: Vec<u8> = (0..bytes.len())
+        .map(|i| if lone(i) { b'\n' } else { bytes[i] })
+        .collect();
+    // Only ASCII bytes were exchanged for ASCII bytes.
+    std::borrow::Cow::Owned(String::from_utf8(unified).expect("still UTF-8"))
+}
+
+/// Titles and headings longer than this (in characters) are cut at a word, with an ellipsis:
+/// a breadcrumb names a place, and every chunk of a section carries its breadcrumb (a 64 KiB
+/// title over 200 sections made a bundle that no reader would load).
+pub const MAX_LABEL_CHARS: usize = 256;
+
+/// `label` cut to [`MAX_LABEL_CHARS`] at a word boundary (with `…`) when longer.
+pub fn bounded_label(label: &str) -> String {
+    let Some((end, _)) = label.char_indices().nth(MAX_LABEL_CHARS) else {
+        return label.to_owned();
+    };
+    let head = &label[..end];
+    let cut = match head.rfind(char::is_whitespace) {
+        Some(at) if at >= end / 2 => &head[..at],
+        _ => head,
+    };
+    format!("{}…", cut.trim_end())
+}
+
+/// Anchors longer than this (in bytes) are cut: an anchor is a place on a page, and a
+/// 64 KiB heading would otherwise make a 64 KiB anchor in every chunk of its section.
+pub const MAX_ANCHOR_BYTES: usize = 256;
+
+/// `anchor` cut to at most [`MAX_ANCHOR_BYTES`] bytes at a character boundary.
+fn bounded_anchor(anchor: &str) -> &str {
+    if anchor.len() <= MAX_ANCHOR_BYTES {
+        return anchor;
+    }
+    let mut end = MAX_ANCHOR_BYTES;
+    while !anchor.is_char_boundary(end) {
+        end -= 1;
+    }
+    &anchor[..end]
+}
+
 /// Where the markdown body starts, after any front matter.
 pub(crate) fn body_offset(source: &str) -> usize {
     split_front_matter(source, &mut Vec::new(), "").1
@@ -340,11 +540,17 @@ pub fn parse_markdown(
     warnings: &mut Vec<String>,
     rel: &str,
 ) -> ParsedDoc {
+    let source = &*unify_line_ends(source);
     let (front, body_offset) = split_front_matter(source, warnings, rel);
     let body = &source[body_offset..];
     let lines = LineIndex::new(source);
 
-    let options = markdown_options();
+    let (options, too_many_cells) = markdown_options_for(body);
+    if let Some(cells) = too_many_cells {
+        warnings.push(format!(
+            "{rel}: its tables would expand to {cells} cells (short rows are padded to their header's width); they are read as plain text"
+        ));
+    }
 
     // The document in reading order: headings (with levels and `{#id}`s) and blocks.
     let mut items: Vec<Item> = Vec::new();
@@ -435,6 +641,7 @@ pub fn parse_markdown(
                 .map(|(_, t)| t.clone())
         })
         .filter(|t| !t.is_empty())
+        .map(|t| bounded_label(&t))
         .unwrap_or_else(|| file_stem.to_owned());
     let (sections, outline) = assemble(&title, items);
     ParsedDoc {
@@ -487,6 +694,7 @@ pub fn assemble(title: &str, items: Vec<Item>) -> (Vec<Section>, Vec<Heading>) {
                     Some(id) => slugs.reserve(&id),
                     None => slugs.slug(&h),
                 };
+                let h = bounded_label(&h);
                 outline.push(Heading {
                     level,
                     title: h.clone(),
@@ -577,6 +785,7 @@ impl Slugger {
     /// × `## a` costs N steps in all, not N² (each repeat used to walk the taken suffixes
     /// again).
     pub(crate) fn reserve(&mut self, base: &str) -> String {
+        let base = bounded_anchor(base);
         let mut candidate = base.to_owned();
         while self.seen.contains_key(&candidate) {
             let n = self.seen.entry(base.to_owned()).or_insert(0);
@@ -615,33 +824,41 @@ fn split_front_matter(source: &str, warnings: &mut Vec<String>, rel: &str) -> (F
     (FrontMatter::default(), start)
 }
 
-/// Counts YAML alias nodes (`*name`) without building the document.
-#[derive(Default)]
-struct AliasCounter(usize);
+/// Front matter nested deeper than this is not loaded (real pages nest two or three levels).
+const MAX_YAML_DEPTH: usize = 32;
 
-impl yaml_rust2::parser::EventReceiver for AliasCounter {
-    fn on_event(&mut self, ev: yaml_rust2::parser::Event) {
-        if matches!(ev, yaml_rust2::parser::Event::Alias(_)) {
-            self.0 += 1;
+/// Why `yaml` is not loaded as a document, if it should not be: it uses aliases (the loader
+/// expands each alias into a copy of its anchor, so 500 bytes of nested aliases, a "billion
+/// laughs", become gigabytes), or it nests deeper than [`MAX_YAML_DEPTH`] (the loader
+/// recurses once per level, and 10 KB of nested `- ` overflowed a worker's stack). Read from
+/// the event stream, which the parser makes one event at a time without recursing and which
+/// stays as small as the text. A scan error is left for the real load to report.
+fn yaml_refusal(yaml: &str) -> Option<String> {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut parser = Parser::new_from_str(yaml);
+    let mut depth = 0usize;
+    loop {
+        match parser.next_token() {
+            Ok((Event::StreamEnd, _)) | Err(_) => return None,
+            Ok((Event::Alias(_), _)) => {
+                return Some("it uses YAML aliases (*name), which docloupe does not expand".into())
+            }
+            Ok((Event::SequenceStart(..) | Event::MappingStart(..), _)) => {
+                depth += 1;
+                if depth > MAX_YAML_DEPTH {
+                    return Some(format!("it nests deeper than {MAX_YAML_DEPTH} levels"));
+                }
+            }
+            Ok((Event::SequenceEnd | Event::MappingEnd, _)) => depth = depth.saturating_sub(1),
+            Ok(_) => {}
         }
     }
 }
 
-/// Whether `yaml` uses aliases. The loader expands each alias into a copy of its anchor, so
-/// 500 bytes of nested aliases ("billion laughs") become gigabytes; the event stream, read
-/// first, stays as small as the text.
-fn has_aliases(yaml: &str) -> bool {
-    let mut counter = AliasCounter::default();
-    // A scan error surfaces again in the real load below.
-    let _ = yaml_rust2::parser::Parser::new_from_str(yaml).load(&mut counter, true);
-    counter.0 > 0
-}
-
 fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> FrontMatter {
-    let loaded = if has_aliases(yaml) {
-        Err("it uses YAML aliases (*name), which docloupe does not expand".to_owned())
-    } else {
-        YamlLoader::load_from_str(yaml).map_err(|e| format!("it is not valid YAML ({e})"))
+    let loaded = match yaml_refusal(yaml) {
+        Some(why) => Err(why),
+        None => YamlLoader::load_from_str(yaml).map_err(|e| format!("it is not valid YAML ({e})")),
     };
     let docs = match loaded {
         Ok(d) => d,
@@ -672,7 +889,10 @@ fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> Fron
                 .map(|l| format!("{l}\n"))
                 .collect();
             // Simple lines hold scalars only (no collection, no alias), so nothing in them can
-            // multiply.
+            // multiply or nest; checked all the same.
+            if yaml_refusal(&simple).is_some() {
+                return FrontMatter::default();
+            }
             match YamlLoader::load_from_str(&simple) {
                 Ok(d) => d,
                 Err(_) => return FrontMatter::default(),
@@ -982,6 +1202,153 @@ mod tests {
         );
         assert_eq!(doc.front.tags, ["a", "b"]);
         assert!(w.is_empty());
+    }
+
+    /// Regression (hostile inputs, issue 59): a file swapped for a symbolic link after the
+    /// folder was walked was followed, so a file outside the folder was indexed under an
+    /// inside name. The file read must be the one the walk found; a link the walk finds is
+    /// named in the warnings, not skipped in silence.
+    #[test]
+    #[cfg(unix)]
+    fn a_file_swapped_for_a_link_after_the_walk_is_not_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let docs = tmp.path().join("docs");
+        std::fs::create_dir_all(docs.join("sub")).unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("page.md"), "# Secret\n\nthe vault code\n").unwrap();
+        std::fs::write(docs.join("page.md"), "# Page\n\npublic text\n").unwrap();
+        std::fs::write(docs.join("sub/page.md"), "# Sub\n\npublic too\n").unwrap();
+        let files = discover(&docs, &mut Vec::new());
+        assert_eq!(files.len(), 2);
+        assert_eq!(
+            read_source(&files[0], 1 << 20).unwrap(),
+            b"# Page\n\npublic text\n"
+        );
+        // The file itself swapped for a link.
+        std::fs::remove_file(docs.join("page.md")).unwrap();
+        std::os::unix::fs::symlink(outside.join("page.md"), docs.join("page.md")).unwrap();
+        let read = read_source(&files[0], 1 << 20);
+        assert!(
+            read.as_ref().is_err_and(|e| e.contains("symbolic link")),
+            "{read:?}"
+        );
+        // A folder above it swapped for a link to another folder.
+        std::fs::rename(docs.join("sub"), tmp.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, docs.join("sub")).unwrap();
+        let read = read_source(&files[1], 1 << 20);
+        assert!(
+            read.as_ref().is_err_and(|e| e.contains("replaced")),
+            "{read:?}"
+        );
+        // Over the limit: refused before it is read.
+        std::fs::remove_file(docs.join("page.md")).unwrap();
+        std::fs::remove_file(docs.join("sub")).unwrap();
+        std::fs::write(docs.join("page.md"), "# Page\n\npublic text\n").unwrap();
+        assert!(read_source(&discover(&docs, &mut Vec::new())[0], 4)
+            .is_err_and(|e| e.contains("over the 4 byte limit")));
+        // A link the walk finds is named.
+        std::os::unix::fs::symlink(outside.join("page.md"), docs.join("link.md")).unwrap();
+        let mut warnings = Vec::new();
+        assert_eq!(discover(&docs, &mut warnings).len(), 1);
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("link.md") && w.contains("symbolic link")),
+            "{warnings:?}"
+        );
+    }
+
+    /// Regression (hostile inputs, issue 59): 10 KB of nested `- ` overflowed the stack of
+    /// the YAML loader. Front matter nesting deeper than a small bound is not loaded.
+    #[test]
+    fn front_matter_nested_past_the_bound_is_not_loaded() {
+        for yaml in [
+            format!("title: T\nx:\n{}y\n", "- ".repeat(20_000)),
+            format!("? {}y\n: z\n", "- ".repeat(20_000)),
+        ] {
+            let mut w = Vec::new();
+            let doc = parse_markdown(
+                &format!("---\n{yaml}---\n# Body\n\ntext\n"),
+                "s",
+                &mut w,
+                "x.md",
+            );
+            assert_eq!(doc.sections.len(), 1);
+            assert!(w.len() == 1 && w[0].contains("nests deeper"), "{w:?}");
+        }
+        // At the bound it loads.
+        let mut yaml = String::from("title: T\nx:\n");
+        for level in 0..MAX_YAML_DEPTH - 1 {
+            yaml.push_str(&"  ".repeat(level));
+            yaml.push_str("- \n");
+        }
+        let mut w = Vec::new();
+        let doc = parse_markdown(&format!("---\n{yaml}---\nbody\n"), "s", &mut w, "x.md");
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(doc.title, "T");
+    }
+
+    /// Regression (hostile inputs, issue 59): a page with CR-only line ends was one heading
+    /// without a body. Lone CRs end lines; the line numbers are an editor's.
+    #[test]
+    fn lone_carriage_returns_end_lines() {
+        let doc = parse("# Title\r\rtext one\r\r## Sub\r\rtext two\r");
+        let got: Vec<(&str, &str, u32)> = doc
+            .sections
+            .iter()
+            .map(|s| {
+                (
+                    s.anchor.as_str(),
+                    s.blocks[0].text.as_str(),
+                    s.blocks[0].line_start,
+                )
+            })
+            .collect();
+        assert_eq!(got, [("title", "text one", 3), ("sub", "text two", 7)]);
+        assert_eq!(unify_line_ends("a\r\nb\rc"), "a\r\nb\nc");
+        let text = parse_text("first\r\rsecond\r", "t");
+        assert_eq!(text.sections[0].blocks.len(), 2);
+    }
+
+    /// Regression (hostile inputs, issue 59): tables that pad to millions of cells.
+    #[test]
+    fn tables_that_pad_past_the_bound_are_read_as_text() {
+        let header = format!(
+            "|{}|\n|{}|\n",
+            vec!["h"; 362].join("|"),
+            vec!["-"; 362].join("|")
+        );
+        let body = format!("{header}{}\n", "x\n".repeat(724)).repeat(20);
+        assert!(table_cells(&body) > MAX_PADDED_CELLS + body.len() / 2);
+        let mut w = Vec::new();
+        let doc = parse_markdown(&body, "t", &mut w, "t.md");
+        assert!(w.len() == 1 && w[0].contains("cells"), "{w:?}");
+        assert!(!doc.sections.is_empty());
+        let (options, refused) = markdown_options_for("| a | b |\n|---|:-:|\n| 1 | 2 |\n");
+        assert!(options.contains(Options::ENABLE_TABLES) && refused.is_none());
+        assert_eq!(table_cells("> | a | b |\n> |---|---|\n> | 1 | 2 |\n"), 4);
+        assert_eq!(table_cells("a\n---\n"), 0);
+    }
+
+    /// Regression (hostile inputs, issue 59): a 64 KiB heading made a 64 KiB breadcrumb and
+    /// anchor in every chunk of its section.
+    #[test]
+    fn labels_and_anchors_are_bounded() {
+        let long = format!("{} tail", "word ".repeat(200));
+        let doc = parse(&format!("# {long}\n\ntext\n\n## {long}\n\nmore\n"));
+        assert!(doc.title.chars().count() <= MAX_LABEL_CHARS + 1 && doc.title.ends_with('…'));
+        assert!(doc.title.starts_with("word word"));
+        let sub = &doc.sections[1];
+        assert!(sub.headings[0].chars().count() <= MAX_LABEL_CHARS + 1);
+        assert!(
+            sub.anchor.len() <= MAX_ANCHOR_BYTES + 3,
+            "{}",
+            sub.anchor.len()
+        );
+        assert_eq!(bounded_label("short"), "short");
+        let cyr = "ж".repeat(MAX_LABEL_CHARS * 2);
+        assert_eq!(bounded_label(&cyr).chars().count(), MAX_LABEL_CHARS + 1);
     }
 
     #[test]

@@ -147,12 +147,12 @@ fn crash_reason(status: std::process::ExitStatus, stderr: &[u8], limits: Limits)
                 ),
                 _ => format!("the converter died (signal {sig})"),
             };
-            return format!("{what}; skipped");
+            return what;
         }
     }
     if said.contains("memory allocation") {
         return format!(
-            "it needed more than {} MiB of memory; skipped",
+            "it needed more than {} MiB of memory",
             limits.memory_bytes >> 20
         );
     }

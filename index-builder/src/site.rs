@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use docloupe::bundle::url_scheme;
 use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, Parser, Tag, TagEnd};
 
-use crate::ingest::{self, collapse, markdown_options, Format, Slugger};
+use crate::ingest::{self, collapse, markdown_options_for, Format, Slugger};
 
 /// One rendered page.
 pub struct Page {
@@ -48,7 +48,11 @@ fn render_text(title: &str, source: &str) -> String {
 /// handler), and a link or image whose target is not http(s), mailto or relative
 /// ([`safe_url`]) keeps its text but loses the link.
 pub fn render_body(body: &str) -> String {
-    let events: Vec<Event> = Parser::new_ext(body, markdown_options()).collect();
+    // As `ingest::parse_markdown` reads it (the same line ends, the same tables), so the
+    // headings and their anchors are the bundle's.
+    let body = &*ingest::unify_line_ends(body);
+    let (options, _) = markdown_options_for(body);
+    let events: Vec<Event> = Parser::new_ext(body, options).collect();
     let mut slugs = Slugger::default();
     let mut out = Vec::with_capacity(events.len());
     let mut depth = 0usize;
@@ -240,9 +244,8 @@ pub fn render_site(root: &Path, warnings: &mut Vec<String>) -> Result<Vec<Page>>
     let mut pages = Vec::with_capacity(files.len());
     // PDFs, Word files and workbooks are served as they are; the site renders the text formats.
     for file in files.into_iter().filter(|f| f.format.is_text()) {
-        let source = match std::fs::read(&file.abs)
-            .map_err(|e| e.to_string())
-            .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".to_owned()))
+        let source = match ingest::read_source(&file, file.format.max_bytes())
+            .and_then(|b| crate::convert::decode_text(&b).map(|t| t.into_owned()))
         {
             Ok(s) => s,
             Err(e) => {
@@ -250,6 +253,7 @@ pub fn render_site(root: &Path, warnings: &mut Vec<String>) -> Result<Vec<Page>>
                 continue;
             }
         };
+        let source = ingest::unify_line_ends(&source).into_owned();
         let stem = Path::new(&file.rel)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

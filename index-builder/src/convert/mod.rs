@@ -63,8 +63,8 @@ pub fn convert(
 ) -> Result<ConversionResult, String> {
     let doc_id = sha256_hex(bytes)[..32].to_owned();
     let (doc, page_map) = if format.is_text() {
-        let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8 ({e})"))?;
-        let doc = parse_document(format, text, file_stem, warnings, rel);
+        let text = decode_text(bytes)?;
+        let doc = parse_document(format, &text, file_stem, warnings, rel);
         (doc, PageMap::default())
     } else {
         // Office and OpenDocument files carry their dates in their package (a PDF's come
@@ -119,8 +119,38 @@ pub fn convert(
     })
 }
 
+/// A text file's characters: UTF-8 (a leading byte order mark is the parsers' to skip), or
+/// UTF-16 with its byte order mark (as Windows editors save "Unicode" text).
+pub fn decode_text(bytes: &[u8]) -> Result<std::borrow::Cow<'_, str>, String> {
+    let utf16 = |bom: &str, unit: fn([u8; 2]) -> u16| {
+        let body = &bytes[2..];
+        if body.len() % 2 != 0 {
+            return Err(format!(
+                "it is UTF-16 text (byte order mark {bom}) with an odd number of bytes"
+            ));
+        }
+        let units: Vec<u16> = body.chunks_exact(2).map(|p| unit([p[0], p[1]])).collect();
+        String::from_utf16(&units)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|_| format!("it is UTF-16 text (byte order mark {bom}) that does not decode"))
+    };
+    match bytes {
+        [0xFF, 0xFE, ..] => utf16("FF FE", u16::from_le_bytes),
+        [0xFE, 0xFF, ..] => utf16("FE FF", u16::from_be_bytes),
+        _ => std::str::from_utf8(bytes)
+            .map(std::borrow::Cow::Borrowed)
+            .map_err(|e| {
+                format!(
+                    "not UTF-8 text: byte {} is not valid UTF-8 (save it as UTF-8)",
+                    e.valid_up_to()
+                )
+            }),
+    }
+}
+
 /// A converted document (no front matter: only markdown has it) from its title and items.
 fn parsed(title: String, items: Vec<Item>) -> ParsedDoc {
+    let title = crate::ingest::bounded_label(&title);
     let (sections, outline) = assemble(&title, items);
     ParsedDoc {
         front: crate::ingest::FrontMatter::default(),
@@ -156,6 +186,42 @@ mod tests {
         assert_eq!(map.page_at(12), Some(2));
         assert_eq!(map.page_at(400), Some(2));
         assert_eq!(PageMap::default().page_at(3), None);
+    }
+
+    /// Regression (hostile inputs, issue 59): a UTF-16 text file was refused as "invalid
+    /// utf-8 … from index 0". Text with a UTF-16 byte order mark is read; other bytes that are
+    /// not UTF-8 are named.
+    #[test]
+    fn utf16_text_is_read_and_other_encodings_are_named() {
+        let utf16 = |text: &str, le: bool| -> Vec<u8> {
+            let mut out = if le {
+                vec![0xFF, 0xFE]
+            } else {
+                vec![0xFE, 0xFF]
+            };
+            for u in text.encode_utf16() {
+                out.extend(if le { u.to_le_bytes() } else { u.to_be_bytes() });
+            }
+            out
+        };
+        for le in [true, false] {
+            let r = convert(
+                Format::Markdown,
+                &utf16("# Заголовок\n\nтекст\n", le),
+                "x",
+                "x.md",
+                &mut Vec::new(),
+            )
+            .unwrap();
+            assert_eq!(r.doc.title, "Заголовок");
+            assert_eq!(r.doc.sections[0].blocks[0].line_start, 3);
+        }
+        let e = convert(Format::Text, b"ok \xe9t\xe9", "x", "x.txt", &mut Vec::new()).unwrap_err();
+        assert!(e.contains("byte 3 is not valid UTF-8"), "{e}");
+        let mut odd = utf16("ab", true);
+        odd.push(0);
+        let e = convert(Format::Text, &odd, "x", "x.txt", &mut Vec::new()).unwrap_err();
+        assert!(e.contains("UTF-16"), "{e}");
     }
 
     #[test]

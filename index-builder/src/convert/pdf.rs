@@ -24,20 +24,36 @@ pub fn convert(
     if doc.is_encrypted() && doc.decrypt("").is_err() {
         return Err("encrypted PDF (it needs a password)".into());
     }
-    let pages = doc.get_pages();
+    let pages: Vec<(u32, ObjectId)> = doc.get_pages().into_iter().collect();
     if pages.is_empty() {
         return Err("broken PDF: it has no pages".into());
     }
     check_streams(&doc)?;
+    // The outline and the document information are read before the page tree is rewired.
+    let outline = outline(&doc);
+    let info = doc
+        .trailer
+        .get(b"Info")
+        .and_then(|o| doc.dereference(o))
+        .ok()
+        .and_then(|(_, o)| o.as_dict().ok());
+    let info_text = |key: &[u8]| {
+        info.and_then(|d| d.get(key).ok())
+            .and_then(|t| lopdf::decode_text_string(t).ok())
+    };
+    let info_title = info_text(b"Title")
+        .map(|t| collapse(&t))
+        .filter(|t| !t.is_empty());
+    let created = info_text(b"CreationDate").and_then(|d| pdf_date(&d));
+    let modified = info_text(b"ModDate").and_then(|d| pdf_date(&d));
 
     let mut text = String::new();
     let mut map = PageMap::default();
     let mut unreadable = Vec::new();
-    for &number in pages.keys() {
+    let mut tree = SoloPageTree::new(&mut doc, &pages)?;
+    for &(number, id) in &pages {
         let mut page = String::new();
-        let result =
-            pdf_extract::output_doc_page(&doc, &mut PlainTextOutput::new(&mut page), number);
-        if result.is_err() {
+        if tree.extract(id, &mut page).is_err() {
             unreadable.push(number);
             continue;
         }
@@ -62,40 +78,25 @@ pub fn convert(
             end: text.len(),
         });
     }
+    if text.trim().is_empty() {
+        return Err(if unreadable.len() == pages.len() {
+            "broken PDF: the text of none of its pages could be extracted".into()
+        } else {
+            "no extractable text in this PDF (scanned images only? run OCR on it first)".into()
+        });
+    }
     if !unreadable.is_empty() {
+        let mut listed: Vec<String> = unreadable.iter().take(20).map(u32::to_string).collect();
+        if unreadable.len() > listed.len() {
+            listed.push(format!("and {} more", unreadable.len() - listed.len()));
+        }
         warnings.push(format!(
             "{rel}: the text of page(s) {} could not be extracted; the other pages are indexed",
-            unreadable
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
+            listed.join(", ")
         ));
-    }
-    if text.trim().is_empty() {
-        return Err(
-            "no extractable text in this PDF (scanned images only? run OCR on it first)".into(),
-        );
     }
 
     let blocks = paragraphs(&text, |offset| map.page_at(offset));
-    let outline = outline(&doc);
-
-    let info = doc
-        .trailer
-        .get(b"Info")
-        .and_then(|o| doc.dereference(o))
-        .ok()
-        .and_then(|(_, o)| o.as_dict().ok());
-    let info_text = |key: &[u8]| {
-        info.and_then(|d| d.get(key).ok())
-            .and_then(|t| lopdf::decode_text_string(t).ok())
-    };
-    let info_title = info_text(b"Title")
-        .map(|t| collapse(&t))
-        .filter(|t| !t.is_empty());
-    let created = info_text(b"CreationDate").and_then(|d| pdf_date(&d));
-    let modified = info_text(b"ModDate").and_then(|d| pdf_date(&d));
     // The first line of the first page is usually the title; the first outline entry is
     // usually "1 Introduction".
     let title = info_title.unwrap_or_else(|| {
@@ -109,6 +110,86 @@ pub fn convert(
     parsed.front.date = modified.or_else(|| created.clone());
     parsed.front.created = created;
     Ok((parsed, map))
+}
+
+/// The page tree rewired so that pdf-extract reads each page in constant time and never
+/// walks a cycle. pdf-extract's `output_doc_page` fetches the whole page list again for every
+/// page (extraction was quadratic: 10,000 pages took about a minute, 25,000 never ended), and
+/// looks up a page's inherited `Resources` and `MediaBox` along `/Parent` without looking
+/// back (a 554-byte file whose page-tree node is its own parent spun until the converter was
+/// stopped). So each page first gets its inherited attributes written into it, read up the
+/// tree once with every node visited at most once; then, one page at a time, the catalog's
+/// page tree is a single node holding only that page, which is page 1.
+struct SoloPageTree<'a> {
+    doc: &'a mut Document,
+    /// The one-page node.
+    solo: ObjectId,
+}
+
+/// The page attributes pdf-extract inherits from the page tree.
+const INHERITED: [&[u8]; 2] = [b"Resources", b"MediaBox"];
+
+/// Nodes walked up from a page at most (real trees are a few levels deep).
+const MAX_TREE_DEPTH: usize = 64;
+
+impl<'a> SoloPageTree<'a> {
+    fn new(doc: &'a mut Document, pages: &[(u32, ObjectId)]) -> Result<SoloPageTree<'a>, String> {
+        for &(_, page) in pages {
+            let mut found: Vec<(&[u8], Object)> = Vec::new();
+            for key in INHERITED {
+                let mut seen = BTreeSet::from([page]);
+                let mut node = doc.get_dictionary(page).ok();
+                while let Some(dict) = node {
+                    if let Ok(value) = dict.get(key) {
+                        found.push((key, value.clone()));
+                        break;
+                    }
+                    let parent = dict.get(b"Parent").and_then(Object::as_reference).ok();
+                    node = parent
+                        .filter(|&p| seen.len() < MAX_TREE_DEPTH && seen.insert(p))
+                        .and_then(|p| doc.get_dictionary(p).ok());
+                }
+            }
+            let Ok(dict) = doc.get_dictionary_mut(page) else {
+                continue;
+            };
+            for (key, value) in found {
+                dict.set(key, value);
+            }
+            // A page with no media box anywhere above it is read as US Letter (pdf-extract
+            // would stop on it).
+            if !dict.has(b"MediaBox") {
+                dict.set("MediaBox", vec![0.into(), 0.into(), 612.into(), 792.into()]);
+            }
+        }
+        let solo = doc.new_object_id();
+        doc.catalog_mut()
+            .map_err(|e| format!("broken PDF: {e}"))?
+            .set("Pages", solo);
+        Ok(SoloPageTree { doc, solo })
+    }
+
+    /// Appends the text of the page `id` to `out`. A page pdf-extract cannot read, or stops
+    /// on (it asserts on some malformed content), is an error; the other pages are read.
+    fn extract(&mut self, id: ObjectId, out: &mut String) -> Result<(), ()> {
+        let mut node = Dictionary::new();
+        node.set("Type", Object::Name(b"Pages".to_vec()));
+        node.set("Kids", vec![Object::Reference(id)]);
+        node.set("Count", 1);
+        self.doc.objects.insert(self.solo, Object::Dictionary(node));
+        self.doc
+            .get_dictionary_mut(id)
+            .map_err(|_| ())?
+            .set("Parent", self.solo);
+        let doc: &Document = self.doc;
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pdf_extract::output_doc_page(doc, &mut PlainTextOutput::new(&mut *out), 1)
+        }));
+        match read {
+            Ok(Ok(())) => Ok(()),
+            _ => Err(()),
+        }
+    }
 }
 
 /// A PDF date (`D:20240305103000+01'00'`, the `D:` and everything after the day optional) as

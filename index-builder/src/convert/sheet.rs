@@ -20,7 +20,14 @@ const MAX_TEXT_BYTES: usize = 16 * 1024 * 1024;
 /// A sheet's non-empty cells as text: row → column → value (0-based, as calamine counts).
 type Cells = BTreeMap<u32, BTreeMap<u32, String>>;
 
+/// What one part of a zipped workbook (XLSX, ODS) may unpack to, and all its parts together.
+const MAX_PART_BYTES: u64 = 64 << 20;
+const MAX_PARTS_BYTES: u64 = 256 << 20;
+
 pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
+    if bytes.starts_with(b"PK\x03\x04") {
+        check_zip_parts(bytes)?;
+    }
     let mut book = open_workbook_auto_from_rs(Cursor::new(bytes))
         .map_err(|e| format!("broken or encrypted spreadsheet: {e}"))?;
     let mut items = Vec::new();
@@ -66,6 +73,39 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
         return Err("no text in this workbook (every sheet is empty)".into());
     }
     Ok(parsed(file_stem.to_owned(), items))
+}
+
+/// Measures what every part of a zipped workbook unpacks to, with a bound, before calamine
+/// unpacks it without one (an ODS whose `content.xml` inflates to gigabytes was reported as
+/// "Cannot detect file format" after calamine had spent the memory). Over [`MAX_PART_BYTES`]
+/// for one part or [`MAX_PARTS_BYTES`] in all, the file is refused as what it is.
+fn check_zip_parts(bytes: &[u8]) -> Result<(), String> {
+    use std::io::Read;
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
+        .map_err(|e| format!("broken spreadsheet: not a readable zip container ({e})"))?;
+    let mut total = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    for i in 0..zip.len() {
+        let Ok(mut part) = zip.by_index(i) else {
+            continue;
+        };
+        let name = part.name().to_owned();
+        let mut n = 0u64;
+        loop {
+            match part.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k as u64,
+            }
+            if n > MAX_PART_BYTES || total + n > MAX_PARTS_BYTES {
+                return Err(format!(
+                    "its part {name:?} unpacks to more than {} MiB, over the limit (a decompression bomb?)",
+                    if n > MAX_PART_BYTES { MAX_PART_BYTES } else { MAX_PARTS_BYTES } >> 20
+                ));
+            }
+        }
+        total += n;
+    }
+    Ok(())
 }
 
 /// What a workbook may still produce.
