@@ -44,6 +44,8 @@ pub struct BuildConfig {
     /// Replace `output` even when it was built with another embedding model (or is not a
     /// bundle at all).
     pub force_rebuild: bool,
+    /// With `incremental`: reuse from the previous bundle without its seal (`trust.rs`).
+    pub trust_previous: bool,
     /// What converting one PDF, DOCX or spreadsheet may take (a child process each).
     pub convert_limits: crate::isolate::Limits,
 }
@@ -130,6 +132,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
             out_dir.display()
         );
     }
+    check_output_file(&cfg.output)?;
 
     let files = if single {
         vec![crate::ingest::single_file(&cfg.input)?]
@@ -246,19 +249,18 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         for (doc, w) in read {
             warnings.extend(w);
             if let Some((mut doc, chunks, citekey)) = doc {
+                let mut cited = false;
                 if let Some(refs) = &cfg.references {
                     match refs.find(&doc.path, citekey.as_deref()) {
                         Some(c) => {
                             cite(&mut doc, c.clone());
-                            documents_cited += 1;
+                            cited = true;
                         }
                         None => metadata_warnings.push(refs.missing(&doc.path)),
                     }
                 }
-                if reuse.unchanged(&doc.path, &doc.doc_id).is_none() {
-                    documents_chunked += 1;
-                }
-                docs.push(doc);
+                let chunked = reuse.unchanged(&doc.path, &doc.doc_id).is_none();
+                docs.push((doc, cited, chunked));
                 planned.push(chunks);
             }
         }
@@ -321,7 +323,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
             }
         };
         let mut vectors = vectors.into_iter();
-        for (mut doc, chunks) in docs.into_iter().zip(planned) {
+        for ((mut doc, cited, chunked), chunks) in docs.into_iter().zip(planned) {
             doc.chunks = chunks
                 .into_iter()
                 .map(|c| SourceChunk {
@@ -334,7 +336,17 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
                     embedding: vectors.next().expect("one vector slot per chunk"),
                 })
                 .collect();
-            bundle.add(doc)?;
+            match bundle.add(doc) {
+                Ok(()) => {
+                    documents_cited += usize::from(cited);
+                    documents_chunked += usize::from(chunked);
+                }
+                // One document the bundle cannot hold: skipped, as any other unreadable one.
+                Err(docloupe::Error::DocumentRefused { path, why }) => {
+                    warnings.push(format!("{path}: skipped, {why}"));
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         bar.inc(batch.len() as u64);
     }
@@ -353,6 +365,18 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     // its sections' bytes side by side and a joined copy of them are each hundreds of MB.
     let bytes = bundle.encode(release_freed_memory)?;
     write_atomically_with(&cfg.output, |f| bytes.write_to(f))?;
+    // What a later `--incremental` build checks before it takes anything over (`trust.rs`).
+    let mut prefix = Vec::with_capacity(docloupe::bundle::HEADER_START);
+    bytes
+        .write_to(&mut Prefix(&mut prefix))
+        .expect("a prefix is written to memory");
+    let sealed = crate::trust::seal_of(&prefix).and_then(|seal| crate::trust::record(&seal));
+    if let Err(e) = sealed {
+        warnings.push(format!(
+            "{}: its seal was not recorded ({e:#}); an --incremental build from it will reuse nothing",
+            cfg.output.display()
+        ));
+    }
 
     Ok(IngestResult {
         chunks_written,
@@ -474,6 +498,96 @@ pub fn builder_id() -> String {
     )
 }
 
+/// `--out` must name a regular file or nothing: the bundle is renamed over it, which would
+/// replace a device (`/dev/null`), a FIFO or a link with a file (and reading a FIFO first
+/// would block forever).
+fn check_output_file(out: &Path) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(out) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => bail!("cannot write {}: {e}", out.display()),
+    };
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    let what = if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "a device, FIFO or socket"
+    };
+    bail!(
+        "refusing to write {}: it is {what}, not a regular file (--out names the bundle file to write)",
+        out.display()
+    )
+}
+
+/// The bundle at `out`, read as far as the build needs it: its header alone unless `whole`
+/// (an incremental build reads its sections too). `None` when there is no file. Opened without
+/// following a link or blocking, checked to be a regular file of at most the size its header
+/// gives, and read no further than that: a sparse 2 GiB file at `--out` costs nothing.
+fn read_previous(out: &Path, whole: bool) -> std::io::Result<Option<Previous>> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let mut f = match options.open(out) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let size = f.metadata()?.len();
+    let mut prefix = Vec::new();
+    (&mut f)
+        .take(docloupe::bundle::HEADER_START as u64)
+        .read_to_end(&mut prefix)?;
+    if prefix.len() < docloupe::bundle::HEADER_START
+        || &prefix[..8] != docloupe::bundle::MAGIC.as_slice()
+    {
+        return Ok(Some(Previous::Other { size }));
+    }
+    let header_len = u32::from_le_bytes(prefix[12..16].try_into().expect("4 bytes")) as u64;
+    let wanted = if whole {
+        size
+    } else {
+        (docloupe::bundle::HEADER_START as u64 + header_len).min(size)
+    };
+    let mut bytes = prefix;
+    bytes.reserve(wanted.saturating_sub(bytes.len() as u64) as usize);
+    f.take(wanted - bytes.len() as u64)
+        .read_to_end(&mut bytes)?;
+    Ok(Some(Previous::Bundle(bytes)))
+}
+
+/// Keeps the first [`docloupe::bundle::HEADER_START`] bytes written to it.
+struct Prefix<'a>(&'a mut Vec<u8>);
+
+impl Write for Prefix<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let room = docloupe::bundle::HEADER_START.saturating_sub(self.0.len());
+        self.0.extend_from_slice(&buf[..room.min(buf.len())]);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What is at `--out` before a build.
+enum Previous {
+    /// A file that starts as a bundle does: its header, or all of it.
+    Bundle(Vec<u8>),
+    /// Some other file (`size` bytes).
+    Other { size: u64 },
+}
+
 /// Looks at the bundle already at the output path. Refuses to replace one built with
 /// another embedding model, or a file that is not a bundle, without `--force-rebuild`; with
 /// `--incremental`, returns its vectors for reuse.
@@ -483,9 +597,11 @@ fn previous_bundle(
     warnings: &mut Vec<String>,
 ) -> Result<Reuse> {
     let out = &cfg.output;
-    let bytes = match std::fs::read(out) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    // Its vectors and plans are read only for an incremental build with a model.
+    let whole = cfg.incremental && model.is_some();
+    let bytes = match read_previous(out, whole) {
+        Ok(Some(Previous::Bundle(b))) => b,
+        Ok(None) => {
             if cfg.incremental {
                 tracing::info!(
                     "{}: no previous bundle, building from scratch",
@@ -494,6 +610,14 @@ fn previous_bundle(
             }
             return Ok(Reuse::new());
         }
+        // An empty file holds nothing to lose (a placeholder, `touch`ed or made by mktemp).
+        Ok(Some(Previous::Other { size })) if size == 0 || cfg.force_rebuild => {
+            return Ok(Reuse::new())
+        }
+        Ok(Some(Previous::Other { .. })) => bail!(
+            "{} exists and is not a docloupe bundle; refusing to overwrite it (pass --force-rebuild to replace it)",
+            out.display()
+        ),
         Err(e) if cfg.force_rebuild => {
             tracing::warn!("cannot read {}: {e}; replacing it", out.display());
             return Ok(Reuse::new());
@@ -505,10 +629,6 @@ fn previous_bundle(
     };
     let header = match docloupe::bundle::decode_header(&bytes) {
         Ok((h, _)) => h,
-        Err(docloupe::Error::BadMagic) if !cfg.force_rebuild => bail!(
-            "{} exists and is not a docloupe bundle; refusing to overwrite it (pass --force-rebuild to replace it)",
-            out.display()
-        ),
         Err(e) => {
             if cfg.incremental {
                 warnings.push(format!(
@@ -534,6 +654,19 @@ fn previous_bundle(
         }
     }
     if !cfg.incremental || model.is_none() || header.embedding.is_none() {
+        return Ok(Reuse::new());
+    }
+    // Its vectors and plans cannot be checked against the documents without redoing what
+    // reusing them saves: they are taken only from a bundle this machine's builder wrote
+    // there, unchanged since (`trust.rs`).
+    // The header's own sha256 was checked by `decode_header`; every section read below is
+    // checked against the header.
+    let sealed = crate::trust::seal_of(&bytes).map(|seal| crate::trust::recorded(&seal));
+    if !cfg.trust_previous && !matches!(sealed, Ok(true)) {
+        warnings.push(format!(
+            "{}: the previous bundle is not one index-builder wrote on this machine (or it changed since); nothing is reused and every chunk is embedded (--trust-previous reuses from a bundle of yours all the same)",
+            out.display()
+        ));
         return Ok(Reuse::new());
     }
     // Read in steps, each let go before the next, so that what is kept beside the new
@@ -641,22 +774,13 @@ fn convert_file(
     cfg: &BuildConfig,
     warnings: &mut Vec<String>,
 ) -> Option<Converted> {
-    let bytes = match std::fs::read(&file.abs) {
+    let bytes = match crate::ingest::read_source(file, file.format.max_bytes()) {
         Ok(b) => b,
-        Err(e) => {
-            warnings.push(format!("{}: skipped, cannot read: {e}", file.rel));
+        Err(why) => {
+            warnings.push(format!("{}: skipped, {why}", file.rel));
             return None;
         }
     };
-    let limit = file.format.max_bytes();
-    if bytes.len() as u64 > limit {
-        warnings.push(format!(
-            "{}: skipped, {} bytes is over the {limit} byte limit",
-            file.rel,
-            bytes.len(),
-        ));
-        return None;
-    }
     let stem = Path::new(&file.rel)
         .file_stem()
         .map_or_else(|| file.rel.clone(), |s| s.to_string_lossy().into_owned());
@@ -676,7 +800,7 @@ fn convert_file(
     };
     let given = cfg.lang.or(conversion.doc.front.lang);
     let detected = (given.is_none() && file.format.is_text())
-        .then(|| Language::detect(&String::from_utf8_lossy(&bytes)));
+        .then(|| Language::detect(&crate::convert::decode_text(&bytes).unwrap_or_default()));
     let lang = given.or(detected).unwrap_or_else(|| {
         let blocks: Vec<&str> = conversion
             .doc

@@ -14,3 +14,4 @@ pub mod convert;
 pub mod ingest;
 pub mod isolate;
 pub mod site;
+pub mod trust;

@@ -168,6 +168,11 @@ struct BuildArgs {
     /// Replace --out even if it was built with another embedding model (or is not a bundle).
     #[arg(long)]
     force_rebuild: bool,
+    /// With --incremental: reuse from the bundle at --out even when this machine's builder
+    /// did not write it (a bundle of yours restored from elsewhere, without the cache that
+    /// holds its seal). Its vectors and chunk plans are taken as they are.
+    #[arg(long, requires = "incremental")]
+    trust_previous: bool,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -336,6 +341,7 @@ fn build(args: BuildArgs) -> Result<()> {
         references,
         incremental: args.incremental,
         force_rebuild: args.force_rebuild,
+        trust_previous: args.trust_previous,
         convert_limits: args.limits.limits(),
     })?;
     let mut report = report;
