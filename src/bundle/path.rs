@@ -20,6 +20,11 @@ pub fn document_path_problem(path: &str) -> Option<&'static str> {
     if path.chars().any(char::is_control) {
         return Some("contains a control character");
     }
+    if path.chars().any(is_format_char) {
+        // U+202E shows `rtl-\u{202e}gnp.md` as `rtl-dm.png`; a zero-width space makes two
+        // paths that read alike.
+        return Some("contains an invisible formatting character (bidi control, zero-width)");
+    }
     if path
         .split('/')
         .any(|s| s.is_empty() || s == "." || s == "..")
@@ -30,6 +35,45 @@ pub fn document_path_problem(path: &str) -> Option<&'static str> {
         return Some("starts like a URL scheme (name:)");
     }
     None
+}
+
+/// Whether `c` is a Unicode format character (general category Cf, Unicode 15.1): bidi
+/// controls, zero-width spaces and joiners, the soft hyphen, the byte order mark, tags. They
+/// change how text around them displays without showing themselves.
+pub fn is_format_char(c: char) -> bool {
+    matches!(
+        c,
+        '\u{AD}'
+            | '\u{600}'..='\u{605}'
+            | '\u{61C}'
+            | '\u{6DD}'
+            | '\u{70F}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
+}
+
+/// Whether `c` reorders the text around it (the bidi embeddings, overrides, isolates and
+/// marks): what makes `abc\u{202E}txt.exe` read as `abcexe.txt`.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{61C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
 }
 
 /// The scheme of an absolute URL (`javascript` in `javascript:x`), `None` for a relative one:
@@ -79,6 +123,11 @@ mod tests {
             "c:x.md",
             "a\nb.md",
             "data:text/html,x.md",
+            // Regression (hostile inputs): bidi and zero-width characters were let through.
+            "rtl-\u{202E}gnp.md",
+            "a\u{200B}b.md",
+            "\u{FEFF}a.md",
+            "a\u{2066}b\u{2069}.md",
         ] {
             assert!(document_path_problem(bad).is_some(), "{bad:?}");
         }

@@ -150,6 +150,19 @@ impl SearchRequest {
     /// `INVALID_REQUEST` naming the field (dotted path, e.g. `filters.dateFrom`).
     pub fn from_json(json: &str) -> Result<SearchRequest> {
         let de = &mut serde_json::Deserializer::from_str(json);
+        let request = SearchRequest::parse(de)?;
+        // Anything after the object (`{"query":"a"} {"query":"b"}`) is a malformed request,
+        // not a second one to drop.
+        de.end().map_err(|e| Error::InvalidRequest {
+            field: String::new(),
+            message: format!("{e}: the request must be one JSON object"),
+        })?;
+        Ok(request)
+    }
+
+    fn parse(
+        de: &mut serde_json::Deserializer<serde_json::de::StrRead<'_>>,
+    ) -> Result<SearchRequest> {
         serde_path_to_error::deserialize(de)
             .map(|ObjectOnly(r)| r)
             .map_err(|e| {
@@ -273,7 +286,12 @@ fn in_range(field: &str, value: Option<usize>, default: usize, max: usize) -> Re
 /// (the contract's 50; evaluation tools raise it).
 pub fn validate(req: &SearchRequest, max_limit: usize) -> Result<Plan> {
     let query = req.query.trim();
-    if query.is_empty() {
+    // A query of nothing a reader can see (a byte order mark, NUL, zero-width spaces) is
+    // empty too.
+    if query
+        .chars()
+        .all(|c| c.is_whitespace() || c.is_control() || crate::bundle::is_format_char(c))
+    {
         return Err(Error::QueryEmpty);
     }
     let chars = query.chars().count();

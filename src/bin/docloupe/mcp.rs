@@ -344,7 +344,21 @@ fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
             if text.trim().is_empty() {
                 continue;
             }
-            if complete && serde_json::from_str::<Value>(&text).is_ok() {
+            let message = if complete {
+                serde_json::from_str::<Value>(&text).ok()
+            } else {
+                None
+            };
+            // A tool call without its parameters is invalid params (-32602), as JSON-RPC
+            // says, not an unknown method (rmcp answers -32601 when it cannot type one).
+            if let Some(m) = message.as_ref().filter(|m| {
+                m["method"] == "tools/call" && !m["params"].is_object() && !m["id"].is_null()
+            }) {
+                let reply = json!({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32602, "message": "Invalid params: tools/call needs params with the tool's name and arguments"}});
+                let _ = errors.send(format!("{reply}\n").into_bytes());
+                continue;
+            }
+            if message.is_some() {
                 if to_rmcp.write_all(text.trim_end().as_bytes()).await.is_err()
                     || to_rmcp.write_all(b"\n").await.is_err()
                 {

@@ -3,10 +3,11 @@
 //! Both group results per document, as `search_documents` does, and keep what a reader needs
 //! to go to the source: the breadcrumb, `path:line` and the anchor.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use docloupe::search::documents::{marked, marked_with};
+use docloupe::search::documents::marked_with;
 use docloupe::search::ContextChunk;
 use docloupe::{SearchResponse, SearchResult};
 
@@ -178,12 +179,15 @@ pub fn text(
     } else {
         ("", "", "", "")
     };
+    // Everything below from the documents or the request goes through `printable`: a title
+    // holding `ESC]0;…BEL` would retitle the terminal window, `ESC[2J` clear it.
+    let p = printable;
     let groups = by_document(r, page.limit);
     writeln!(
         out,
         "{dim}{} for {:?} ({}, {:.0} ms){reset}",
         page.header(r, groups.len()),
-        r.query,
+        p(&r.query),
         strategy(r),
         r.timings.total_ms
     )?;
@@ -191,7 +195,7 @@ pub fn text(
         writeln!(
             out,
             "{dim}did you mean: {}{reset}",
-            r.suggestions.join(" | ")
+            p(&r.suggestions.join(" | "))
         )?;
     }
     for (i, hits) in groups.iter().enumerate() {
@@ -200,30 +204,58 @@ pub fn text(
         writeln!(out)?;
         writeln!(
             out,
-            "{bold}{}. {}{reset}  {dim}{} · {}{date}{reset}",
+            "{bold}{}. {}{reset}  {dim}{} · {}{}{reset}",
             page.first_number() + i,
-            first.title,
-            first.document_path,
-            first.document_type
+            p(&first.title),
+            p(&first.document_path),
+            p(&first.document_type),
+            p(&date)
         )?;
         for res in hits {
-            writeln!(out, "   {bold}{}{reset}", res.section_path.join(" › "))?;
-            writeln!(out, "   {dim}{}  {}{reset}", location(res), scores(r, res))?;
+            writeln!(out, "   {bold}{}{reset}", p(&res.section_path.join(" › ")))?;
+            writeln!(
+                out,
+                "   {dim}{}  {}{reset}",
+                p(&location(res)),
+                scores(r, res)
+            )?;
             let (before, after) = neighbours(res);
             for ctx in before {
-                writeln!(out, "   {dim}… {}{reset}", context_line(ctx))?;
+                writeln!(out, "   {dim}… {}{reset}", p(&context_line(ctx)))?;
             }
             match &res.text {
                 // Asked for with --max-chars-per-chunk: the text to quote, as it is.
-                Some(text) => writeln!(out, "   {text}")?,
-                None => writeln!(out, "   {}", marked(res, hl, reset))?,
+                Some(text) => writeln!(out, "   {}", p(text))?,
+                None => writeln!(
+                    out,
+                    "   {}",
+                    marked_with(res, hl, reset, |t| p(t).into_owned())
+                )?,
             }
             for ctx in after {
-                writeln!(out, "   {dim}… {}{reset}", context_line(ctx))?;
+                writeln!(out, "   {dim}… {}{reset}", p(&context_line(ctx)))?;
             }
         }
     }
     Ok(())
+}
+
+/// `s` as a terminal can show it without obeying it: every C0 and C1 control but newline and
+/// tab (escape sequences: window titles, clearing the screen, OSC 52 clipboard writes, OSC 8
+/// links), DEL, and every bidi control (which reorders what a reader sees) is replaced with
+/// U+FFFD. For the human formats (text, markdown, `stats`); JSON escapes on its own.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t') || docloupe::bundle::is_bidi_control(c)
+    };
+    if !s.chars().any(unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(
+        s.chars()
+            .map(|c| if unsafe_char(c) { '\u{FFFD}' } else { c })
+            .collect(),
+    )
 }
 
 /// A result's context chunks (asked for with `includeContext` / `--context`): those before
@@ -254,7 +286,12 @@ fn context_line(c: &ContextChunk) -> String {
 }
 
 /// Markdown: pastes cleanly into a chat or an issue. Links are relative to the collection.
+/// Nothing in it can drive a terminal ([`printable`]).
 pub fn markdown(r: &SearchResponse, page: &Page) -> String {
+    printable(&markdown_raw(r, page)).into_owned()
+}
+
+fn markdown_raw(r: &SearchResponse, page: &Page) -> String {
     let groups = by_document(r, page.limit);
     let mut md = format!(
         "**{}** for “{}” · {} · {:.0} ms\n",

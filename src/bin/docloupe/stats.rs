@@ -74,6 +74,15 @@ fn filters_of(params: &Value) -> Vec<&'static str> {
     used
 }
 
+/// The longest a logged call can plausibly take (a day); a duration beyond it, negative or not
+/// a number is no duration (a `durationMs` of 1e308 made a 300-digit mean).
+const MAX_DURATION_MS: f64 = 86_400_000.0;
+
+fn duration(v: &Value) -> Option<f64> {
+    v.as_f64()
+        .filter(|ms| ms.is_finite() && (0.0..=MAX_DURATION_MS).contains(ms))
+}
+
 fn read_line(line: &str, tally: &mut Tally) {
     let Ok(v) = serde_json::from_str::<Value>(line) else {
         tally.skipped += 1;
@@ -100,12 +109,12 @@ fn read_line(line: &str, tally: &mut Tally) {
     let (tool, ms, status) = match (tool, v["path"].as_str()) {
         (Some(t), _) => (
             t.to_owned(),
-            v["durationMs"].as_f64(),
+            duration(&v["durationMs"]),
             v["errorCode"].as_str().unwrap_or("ok").to_owned(),
         ),
         (None, Some(path)) if path.ends_with("/query") => (
             "http".to_owned(),
-            v["latencyMs"].as_f64(),
+            duration(&v["latencyMs"]),
             match (v["errorCode"].as_str(), v["status"].as_u64()) {
                 (Some(code), _) => code.to_owned(),
                 (None, Some(200) | None) => "ok".to_owned(),
@@ -285,10 +294,13 @@ pub fn run(args: StatsArgs) -> Result<()> {
     for path in &args.logs {
         let file =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        for line in std::io::BufReader::new(file).lines() {
+        // Lines are read as bytes: a line that is not UTF-8 is one line skipped, not the end.
+        for line in std::io::BufReader::new(file).split(b'\n') {
             let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-            if !line.trim().is_empty() {
-                read_line(&line, &mut tally);
+            match std::str::from_utf8(&line) {
+                Ok(line) if line.trim().is_empty() => {}
+                Ok(line) => read_line(line, &mut tally),
+                Err(_) => tally.skipped += 1,
             }
         }
     }
@@ -298,7 +310,9 @@ pub fn run(args: StatsArgs) -> Result<()> {
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?;
     } else {
-        write!(out, "{}", text(&s))?;
+        // The queries come from any client of the server or the Worker: what the operator's
+        // terminal is shown must not drive it.
+        write!(out, "{}", crate::render::printable(&text(&s)))?;
     }
     Ok(())
 }
