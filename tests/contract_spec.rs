@@ -230,6 +230,17 @@ fn every_invalid_field_is_rejected_and_named() {
             ErrorCode::SearchQueryEmpty,
             "query",
         ),
+        // Regression (issue 59): nothing a reader can see is an empty query too.
+        (
+            json!({"query": "\u{feff}"}),
+            ErrorCode::SearchQueryEmpty,
+            "query",
+        ),
+        (
+            json!({"query": "\u{0} \u{200b}"}),
+            ErrorCode::SearchQueryEmpty,
+            "query",
+        ),
         (json!({"query": long}), ErrorCode::InvalidRequest, "query"),
         (json!({"limit": 3}), ErrorCode::InvalidRequest, "query"),
         (json!({"query": 7}), ErrorCode::InvalidRequest, "query"),

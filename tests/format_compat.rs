@@ -309,6 +309,8 @@ fn an_incremental_build_over_a_v5_bundle_converts_its_vectors_without_embedding(
         "docloupe/fixtures",
         "--quiet",
         "--incremental",
+        // A frozen bundle carries no seal of this machine's builder (`trust.rs`).
+        "--trust-previous",
     ];
     let report = common::build(&common::fixtures(), &out, &args);
     assert_eq!(report["chunksEmbedded"], 0, "{report}");
@@ -319,8 +321,15 @@ fn an_incremental_build_over_a_v5_bundle_converts_its_vectors_without_embedding(
     let vectors =
         |b: &bundle::Bundle| -> Vec<_> { b.vectors.as_ref().unwrap().vectors().collect() };
     assert_eq!(vectors(&built), vectors(&v6));
-    // And the whole file is what a clean build of the current format writes.
-    assert_eq!(bytes, V8);
+    // And the rest is what a clean build of the current format writes (its vectors are this
+    // machine's, which the fast kernels make differ from the frozen ones in the last bits).
+    let clean = dir.path().join("clean.bundle");
+    common::build(&common::fixtures(), &clean, &args[..args.len() - 2]);
+    let clean = bundle::decode(&std::fs::read(&clean).unwrap()).unwrap();
+    assert_eq!(built.docs, clean.docs);
+    assert_eq!(built.lexical, clean.lexical);
+    assert_eq!(built.text, clean.text);
+    assert_eq!(built.header.analyzer, clean.header.analyzer);
 }
 
 /// The raw bytes of a bundle's vectors section.

@@ -177,9 +177,51 @@ fn write_fuzz_seeds() {
         return;
     };
     let dir = Path::new(&dir);
-    for sub in ["pdf", "docx", "xlsx"] {
+    for sub in ["pdf", "docx", "xlsx", "markdown"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }
+    // Markdown in the shapes issue 59's probe used: nested and aliased front matter, tables
+    // that pad, CR-only, CRLF and UTF-16 line ends, long headings.
+    let header = format!(
+        "|{}|\n|{}|\n",
+        vec!["h"; 40].join("|"),
+        vec!["-"; 40].join("|")
+    );
+    for (name, text) in [
+        (
+            "front-matter.md",
+            "---\ntitle: T\ntags: [a, b]\nx:\n  - - y\n? - k\n: v\n---\n# T\n\nbody\n".to_owned(),
+        ),
+        (
+            "aliases.md",
+            "---\na: &a [1, 2]\nb: *a\n---\ntext\n".to_owned(),
+        ),
+        (
+            "tables.md",
+            format!("# Tables\n\n{header}{}\n> {header}> x\n", "x\n".repeat(40)),
+        ),
+        ("cr.md", "# Title\r\rtext\r\r## Sub\r\rmore\r".to_owned()),
+        (
+            "crlf.md",
+            "---\r\ntitle: W\r\n---\r\n# W\r\n\r\ntext {#id}\r\n".to_owned(),
+        ),
+        (
+            "long-heading.md",
+            format!(
+                "# {}\n\n## {} {{#{}}}\n\ntext\n",
+                "t".repeat(300),
+                "h ".repeat(200),
+                "i".repeat(300)
+            ),
+        ),
+    ] {
+        std::fs::write(dir.join("markdown").join(name), text).unwrap();
+    }
+    let mut utf16 = vec![0xFF, 0xFE];
+    for u in "# Заголовок\r\n\r\nтекст\r\n".encode_utf16() {
+        utf16.extend(u.to_le_bytes());
+    }
+    std::fs::write(dir.join("markdown/utf16.md"), utf16).unwrap();
     std::fs::write(dir.join("pdf/paper.pdf"), paper()).unwrap();
     std::fs::write(
         dir.join("pdf/encrypted.pdf"),

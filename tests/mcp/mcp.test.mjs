@@ -383,6 +383,15 @@ test('a line that is not JSON gets a -32700 parse error, and the session goes on
     const init = await next(2);
     assert.equal(init.id, 1);
     assert.equal(init.result.serverInfo.name, 'docloupe');
+    // A tool call without params is invalid params (-32602), not an unknown method (issue 59).
+    server.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+    server.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call' })}\n`);
+    const bare = await next(3);
+    assert.deepEqual([bare.id, bare.error?.code], [2, -32602]);
+    server.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' })}\n`);
+    const list = await next(4);
+    assert.equal(list.id, 3);
+    assert.ok(list.result.tools.length >= 3);
   } finally {
     server.kill();
   }
