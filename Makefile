@@ -20,7 +20,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext bench-scale reranker try-recipes clean-cache ranker fuzz setup-fuzz
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker try-recipes clean-cache ranker fuzz setup-fuzz
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -32,6 +32,7 @@ help:
 	@echo "make wasm   build the lexical, full and portable wasm packages into www/pkg"
 	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
 	@echo "make bench-web-fulltext  the model-free part of bench-web (cold first result, typos, warm fulltext) in minutes"
+	@echo "make bench-hostile  1,000- to 25,000-page PDFs and a folder of hostile inputs: build time and peak memory"
 	@echo "make bench-scale  110K documents: build, sizes, split, CLI/MCP/Worker latency and memory (SCALE_ARGS=--embeddings: ~7.5 h)"
 	@echo "make edge   the search API as a Cloudflare Worker on local workerd, http://127.0.0.1:8787 (demo bundle)"
 	@echo "make bench-edge  wrk load on the local Worker (100 connections, 30 s), RSS, size vs Cloudflare's limits"
@@ -183,15 +184,22 @@ try-recipes: models build wasm
 clean-cache:
 	rm -rf $(CACHE)
 
-# Fuzzing (cargo-fuzz on the nightly toolchain; fuzz/README.md). FUZZ_SECONDS per target.
+# Fuzzing (cargo-fuzz on the nightly toolchain; fuzz/README.md). FUZZ_SECONDS per target, or
+# FUZZ_RUNS executions per target.
 FUZZ_SECONDS ?= 600
+FUZZ_RUNS ?=
 FUZZ_TARGETS := bundle request markdown pdf docx xlsx
 setup-fuzz: setup
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 
 fuzz: setup-fuzz build
-	FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh $(FUZZ_TARGETS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) bash fuzz/run.sh $(FUZZ_TARGETS)
+
+# Long PDFs (1,000 to 25,000 pages) and a folder of hostile inputs through the builder: time
+# and peak memory of each build (tests/bench/hostile.py).
+bench-hostile: build
+	python3 tests/bench/hostile.py
 
 # Refits the learned second stage (src/search/ranker.json) on the train questions, from the
 # bench-quality bundles (built on first use); LightGBM from PyPI in its own venv.
