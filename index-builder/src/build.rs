@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::chunk::{chunk_section, EstimateCounter, PlannedChunk, TokenCounter};
 use crate::cite::{MetadataWarning, References};
-use crate::ingest::discover;
+use crate::ingest::discover_all;
 use crate::isolate::convert_isolated;
 
 pub struct BuildConfig {
@@ -46,6 +46,8 @@ pub struct BuildConfig {
     pub force_rebuild: bool,
     /// With `incremental`: reuse from the previous bundle without its seal (`trust.rs`).
     pub trust_previous: bool,
+    /// Name every file of an unknown type in the warnings, not only their counts.
+    pub list_skipped: bool,
     /// What converting one PDF, DOCX or spreadsheet may take (a child process each).
     pub convert_limits: crate::isolate::Limits,
 }
@@ -98,6 +100,9 @@ pub struct IngestResult {
     /// Documents matched to an entry of `--references`.
     pub documents_cited: usize,
     pub warnings: Vec<String>,
+    /// Files of no format the builder reads, counted by extension (`--list-skipped` names
+    /// each in `warnings`).
+    pub unknown_types_skipped: std::collections::BTreeMap<String, usize>,
     /// Per-document metadata problems (`MetadataMissing`), each with a hint.
     pub metadata_warnings: Vec<MetadataWarning>,
 }
@@ -134,14 +139,30 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     }
     check_output_file(&cfg.output)?;
 
+    let mut unread_types = std::collections::BTreeMap::new();
     let files = if single {
         vec![crate::ingest::single_file(&cfg.input)?]
     } else {
-        discover(&cfg.input, &mut warnings)
+        let found = discover_all(&cfg.input, &mut warnings);
+        if let Some(summary) = found.unread_summary() {
+            warnings.push(summary);
+        }
+        for (ext, paths) in &found.unread {
+            if cfg.list_skipped {
+                warnings.extend(
+                    paths
+                        .iter()
+                        .map(|p| format!("{p}: skipped, index-builder does not read {ext} files")),
+                );
+            }
+            unread_types.insert(ext.clone(), paths.len());
+        }
+        found.files
     };
     if files.is_empty() {
         bail!(
-            "no documents (*.md, *.markdown, *.txt, *.pdf, *.docx, *.xlsx, *.xls, *.ods) found under {}",
+            "no documents ({}) found under {}",
+            crate::ingest::READ_EXTENSIONS,
             cfg.input.display()
         );
     }
@@ -392,6 +413,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         documents_chunked,
         documents_cited,
         warnings,
+        unknown_types_skipped: unread_types,
         metadata_warnings,
     })
 }
@@ -863,6 +885,7 @@ fn plan_document(
         doc_type: file.format.doc_type().into(),
         date: doc.front.date,
         created: doc.front.created,
+        date_source: doc.front.date_source,
         file_size: Some(size),
         tags,
         lang,

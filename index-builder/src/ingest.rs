@@ -11,6 +11,10 @@ use docloupe::analyze::Language;
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use yaml_rust2::{Yaml, YamlLoader};
 
+/// The extensions the builder reads, as messages list them.
+pub const READ_EXTENSIONS: &str =
+    "md, markdown, txt, pdf, docx, docm, dotx, dotm, xlsx, xlsm, xltx, xltm, xls, ods";
+
 /// Markdown files larger than this are skipped: they are generated dumps, not documentation.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// The limit for PDF, DOCX and spreadsheets.
@@ -114,17 +118,67 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format a file's extension names. Word's macro-enabled documents and templates
+    /// (`.docm`, `.dotx`, `.dotm`) are DOCX packages: their text is read, their macros never
+    /// run nor are kept.
     pub fn of(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         match ext.as_str() {
             "md" | "markdown" => Some(Format::Markdown),
             "txt" => Some(Format::Text),
             "pdf" => Some(Format::Pdf),
-            "docx" => Some(Format::Docx),
-            "xlsx" | "xlsm" => Some(Format::Xlsx),
+            "docx" | "docm" | "dotx" | "dotm" => Some(Format::Docx),
+            "xlsx" | "xlsm" | "xltx" | "xltm" => Some(Format::Xlsx),
             "xls" => Some(Format::Xls),
             "ods" => Some(Format::Ods),
             _ => None,
+        }
+    }
+
+    /// The format of `path`: by its extension, else by its bytes ([`Format::sniff`]).
+    pub fn recognize(path: &Path) -> Result<Option<Format>, &'static str> {
+        match Format::of(path) {
+            Some(format) => Ok(Some(format)),
+            None => Format::sniff(path),
+        }
+    }
+
+    /// The format of a file whose extension names none the builder reads, from its bytes: a
+    /// Word or Excel package or an OpenDocument spreadsheet saved under another extension
+    /// (some tools write DOCX as `.doc`). `Err` says why a file of a known kind is not read.
+    pub fn sniff(path: &Path) -> Result<Option<Format>, &'static str> {
+        use std::io::Read;
+        let mut head = [0u8; 8];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut head))
+            .unwrap_or(0);
+        match &head[..n] {
+            [b'P', b'K', 3, 4, ..] => {
+                let Ok(zip) = std::fs::File::open(path).map(zip::ZipArchive::new) else {
+                    return Ok(None);
+                };
+                let Ok(zip) = zip else {
+                    return Ok(None);
+                };
+                let has = |name: &str| zip.file_names().any(|n| n == name);
+                Ok(if has("word/document.xml") {
+                    Some(Format::Docx)
+                } else if has("xl/workbook.xml") {
+                    Some(Format::Xlsx)
+                } else if has("content.xml") && has("mimetype") {
+                    Some(Format::Ods)
+                } else {
+                    None
+                })
+            }
+            [0xD0, 0xCF, 0x11, 0xE0, ..]
+                if path
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("doc") || e.eq_ignore_ascii_case("dot")) =>
+            {
+                Err("a Word 97-2003 file (.doc), which index-builder does not read; save it as .docx")
+            }
+            _ => Ok(None),
         }
     }
 
@@ -211,6 +265,17 @@ pub fn parse_text(source: &str, file_stem: &str) -> ParsedDoc {
 /// The paragraphs (runs of non-blank lines, joined with spaces) of `source` with their
 /// 1-based line ranges; `page_of` gives the page of a byte offset for paged formats.
 pub fn paragraphs(source: &str, page_of: impl Fn(usize) -> Option<u32>) -> Vec<Block> {
+    paragraphs_joining(source, page_of, |_, _| None)
+}
+
+/// [`paragraphs`], where `join(line, next)` says how a line that ends in a broken word
+/// continues: `Some(true)` the next line finishes the word (the break character goes),
+/// `Some(false)` the word is a compound (its hyphen stays, no space), `None` a space.
+pub fn paragraphs_joining(
+    source: &str,
+    page_of: impl Fn(usize) -> Option<u32>,
+    join: impl Fn(&str, &str) -> Option<bool>,
+) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut current: Option<Block> = None;
     let mut offset = 0;
@@ -225,7 +290,16 @@ pub fn paragraphs(source: &str, page_of: impl Fn(usize) -> Option<u32>) -> Vec<B
         }
         match &mut current {
             Some(b) => {
-                b.text.push(' ');
+                match join(&b.text, line) {
+                    Some(true) => {
+                        b.text.pop();
+                    }
+                    Some(false) => {
+                        b.text.pop();
+                        b.text.push('-');
+                    }
+                    None => b.text.push(' '),
+                }
                 b.text.push_str(line);
                 b.line_end = n;
             }
@@ -247,12 +321,15 @@ pub fn paragraphs(source: &str, page_of: impl Fn(usize) -> Option<u32>) -> Vec<B
 /// the bundle is its file name. A file of a format the builder does not read, or whose name
 /// would not be a safe document path, is an error (there is nothing else to build).
 pub fn single_file(path: &Path) -> anyhow::Result<SourceFile> {
-    let format = Format::of(path).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{}: not a format index-builder reads (md, markdown, txt, pdf, docx, xlsx, xlsm, xls, ods)",
-            path.display()
-        )
-    })?;
+    let format = match Format::recognize(path) {
+        Ok(Some(f)) => f,
+        Ok(None) => anyhow::bail!(
+            "{}: not a format index-builder reads ({})",
+            path.display(),
+            READ_EXTENSIONS
+        ),
+        Err(why) => anyhow::bail!("{}: {why}", path.display()),
+    };
     let rel = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -269,10 +346,45 @@ pub fn single_file(path: &Path) -> anyhow::Result<SourceFile> {
     })
 }
 
-/// Lists the documents (markdown and plain text) under `root`, skipping hidden and git-ignored paths, sorted by
-/// relative path.
+/// Lists the documents under `root` (see [`discover_all`]).
 pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
+    discover_all(root, warnings).files
+}
+
+/// What a walk of the folder found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// The documents, sorted by relative path.
+    pub files: Vec<SourceFile>,
+    /// Files of no format the builder reads, by extension (`.dwg`; `(none)` for a name
+    /// without one): their relative paths.
+    pub unread: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl Discovery {
+    /// "3 files of unknown type skipped: .dwg ×2, .rtf ×1", or `None` when every file was read.
+    pub fn unread_summary(&self) -> Option<String> {
+        let n: usize = self.unread.values().map(Vec::len).sum();
+        if n == 0 {
+            return None;
+        }
+        let mut kinds: Vec<(&String, usize)> =
+            self.unread.iter().map(|(k, v)| (k, v.len())).collect();
+        kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let listed: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+        Some(format!(
+            "{n} file{} of unknown type skipped: {}",
+            if n == 1 { "" } else { "s" },
+            listed.join(", ")
+        ))
+    }
+}
+
+/// Lists the documents under `root`, skipping hidden and git-ignored paths, sorted by relative
+/// path, and the files of no format it reads, by extension.
+pub fn discover_all(root: &Path, warnings: &mut Vec<String>) -> Discovery {
     let mut files = Vec::new();
+    let mut unread: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
@@ -304,9 +416,24 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        if Format::of(path).is_none() {
-            continue;
-        }
+        let format = match Format::recognize(path) {
+            Ok(Some(format)) => format,
+            Ok(None) => {
+                let ext = path
+                    .extension()
+                    .map(|e| format!(".{}", e.to_string_lossy().to_lowercase()))
+                    .unwrap_or_else(|| "(none)".into());
+                unread
+                    .entry(ext)
+                    .or_default()
+                    .push(rel.to_string_lossy().replace('\\', "/"));
+                continue;
+            }
+            Err(why) => {
+                warnings.push(format!("{}: skipped, {why}", rel.to_string_lossy()));
+                continue;
+            }
+        };
         let Some(parts) = rel
             .components()
             .map(|c| c.as_os_str().to_str())
@@ -333,14 +460,14 @@ pub fn discover(root: &Path, warnings: &mut Vec<String>) -> Vec<SourceFile> {
             }
         };
         files.push(SourceFile {
-            format: Format::of(path).expect("filtered above"),
+            format,
             abs: path.to_path_buf(),
             rel,
             identity,
         });
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
-    files
+    Discovery { files, unread }
 }
 
 /// Front matter fields docloupe understands.
@@ -356,6 +483,9 @@ pub struct FrontMatter {
     /// CreationDate, an Office file's created), `YYYY-MM-DD`.
     #[serde(default)]
     pub created: Option<String>,
+    /// Where `date` and `created` come from.
+    #[serde(default)]
+    pub date_source: Option<docloupe::bundle::DateSource>,
     pub tags: Vec<String>,
     /// The page's kind ("tutorial", "reference", ...), from `type`.
     pub kind: Option<String>,
@@ -931,6 +1061,8 @@ fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> Fron
     FrontMatter {
         title: text("title"),
         description: text("description"),
+        date_source: (date.is_some() || created.is_some())
+            .then_some(docloupe::bundle::DateSource::FrontMatter),
         date,
         created,
         tags,

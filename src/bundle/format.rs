@@ -393,7 +393,7 @@ pub fn packed_docs(bytes: &[u8]) -> Result<Option<PackedDocs>> {
     } else {
         section.to_vec()
     };
-    PackedDocs::parse(raw).map(Some)
+    PackedDocs::parse(raw, version).map(Some)
 }
 
 /// The format version, the header and section `kind` of a whole bundle in memory (`None`:
@@ -482,9 +482,16 @@ pub(super) fn decode_sections<'a>(
             #[cfg(feature = "vectors")]
             2 => decode_exact::<super::legacy::DocsSectionV2>(&raw, "docs")?.into(),
             #[cfg(feature = "vectors")]
-            3 | 4 => decode_exact(&raw, "docs")?,
+            3 | 4 => {
+                let docs: super::legacy::DocsSectionV3 = decode_exact(&raw, "docs")?;
+                docs.into()
+            }
             _ => {
-                let docs: DocsIn = decode_exact(&raw, "docs")?;
+                let docs: DocsIn<super::model::Document> = if version >= 9 {
+                    decode_exact(&raw, "docs")?
+                } else {
+                    decode_exact::<DocsIn<super::model::DocumentV8>>(&raw, "docs")?.current()
+                };
                 let chunks = unpack(&docs.documents, 0, docs.chunks, budget_for(raw.len()))
                     .map_err(Error::Corrupt)?;
                 DocsSection::new(docs.documents, chunks)

@@ -61,6 +61,7 @@ impl From<DocsSectionV1> for DocsSection {
                     citation: None,
                     created: None,
                     file_size: None,
+                    date_source: None,
                 })
                 .collect(),
             chunks: v1
@@ -79,6 +80,23 @@ impl From<DocsSectionV1> for DocsSection {
                 .collect(),
             tables: Default::default(),
         }
+    }
+}
+
+/// Formats 3 and 4's `docs` section: chunk metadata as it is held, documents without
+/// `date_source`.
+#[derive(Deserialize)]
+pub(super) struct DocsSectionV3 {
+    documents: Vec<super::model::DocumentV8>,
+    chunks: Vec<ChunkMeta>,
+}
+
+impl From<DocsSectionV3> for DocsSection {
+    fn from(v3: DocsSectionV3) -> Self {
+        DocsSection::new(
+            v3.documents.into_iter().map(Document::from).collect(),
+            v3.chunks,
+        )
     }
 }
 
@@ -124,6 +142,7 @@ impl From<DocsSectionV2> for DocsSection {
                     citation: d.citation,
                     created: None,
                     file_size: None,
+                    date_source: None,
                 })
                 .collect(),
             chunks: v2.chunks,

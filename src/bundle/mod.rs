@@ -55,8 +55,9 @@ pub use path::{document_path_problem, is_bidi_control, is_format_char, url_schem
 /// ([`crate::index::vector::QVec::to_4bit`]). 7: chunk texts deflated in blocks, inflated
 /// as they are read (`text.rs`). 8: the `docs` and `lexical` sections deflated whole
 /// (`deflated.rs`), the vectors deflated in blocks of rows with their compact codes computed
-/// when read ([`crate::index::vector`]).
-pub const FORMAT_VERSION: u32 = 8;
+/// when read ([`crate::index::vector`]). 9: documents say where their dates come from
+/// ([`DateSource`]).
+pub const FORMAT_VERSION: u32 = 9;
 /// The oldest format version this engine still reads.
 #[cfg(feature = "vectors")]
 pub const OLDEST_FORMAT_VERSION: u32 = 1;

@@ -153,6 +153,62 @@ pub struct Document {
     pub created: Option<String>,
     /// The source file's size in bytes (format 3).
     pub file_size: Option<u64>,
+    /// Where `date` and `created` come from (format 9; `None` before, and for a document
+    /// without dates).
+    pub date_source: Option<DateSource>,
+}
+
+/// A document as formats 3 to 8 write it: without [`Document::date_source`].
+#[derive(Deserialize)]
+pub(crate) struct DocumentV8 {
+    path: String,
+    doc_id: String,
+    title: String,
+    description: Option<String>,
+    doc_type: String,
+    date: Option<String>,
+    tags: Vec<String>,
+    lang: Language,
+    first_chunk: u32,
+    chunk_count: u32,
+    citation: Option<Citation>,
+    created: Option<String>,
+    file_size: Option<u64>,
+}
+
+impl From<DocumentV8> for Document {
+    fn from(d: DocumentV8) -> Document {
+        Document {
+            path: d.path,
+            doc_id: d.doc_id,
+            title: d.title,
+            description: d.description,
+            doc_type: d.doc_type,
+            date: d.date,
+            tags: d.tags,
+            lang: d.lang,
+            first_chunk: d.first_chunk,
+            chunk_count: d.chunk_count,
+            citation: d.citation,
+            created: d.created,
+            file_size: d.file_size,
+            date_source: None,
+        }
+    }
+}
+
+/// Where a document's dates come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DateSource {
+    /// Markdown front matter (`date`, `updated`, …).
+    FrontMatter,
+    /// The document's own text: the adoption, approval, effective or revision date a
+    /// normative document states on its first pages.
+    Document,
+    /// The file's properties (a PDF's `CreationDate`/`ModDate`, an Office file's core
+    /// properties): when the file was produced, which may be long after the document.
+    Metadata,
 }
 
 /// A document's bibliography entry, from CSL-JSON (as Zotero / Better BibTeX export it).

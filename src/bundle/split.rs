@@ -45,8 +45,8 @@ pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// first documents as differences. 9: the vectors section in `vec-N.bin` pieces instead of the
 /// whole bundle in `bundle.bin`. 10: up to three surface forms a term in `voc-N.bin`. 11: a
 /// shard names its bundle by the first 8 bytes of the bundle's sha256 ([`BUNDLE_TAG_BYTES`]),
-/// not all 32.
-pub const SPLIT_VERSION: u32 = 11;
+/// not all 32. 12: documents say where their dates come from (bundle format 9).
+pub const SPLIT_VERSION: u32 = 12;
 pub const CORE_FILE: &str = "core.bin";
 
 /// Most pieces a split's vectors section is cut into (and a core may claim).

@@ -36,6 +36,7 @@ static NO_DOCUMENT: Document = Document {
     citation: None,
     created: None,
     file_size: None,
+    date_source: None,
 };
 
 static NO_CHUNK: ChunkMeta = ChunkMeta {

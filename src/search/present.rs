@@ -50,6 +50,7 @@ pub fn result(
         document_type: doc.doc_type.clone(),
         date: doc.date.clone(),
         created: doc.created.clone(),
+        date_source: doc.date_source,
         file_size: doc.file_size,
         ranking_signals: RankingSignals {
             lexical: hit.lexical,

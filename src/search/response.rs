@@ -67,6 +67,10 @@ pub struct SearchResult {
     /// When the document was made, where it says (`YYYY-MM-DD`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<String>,
+    /// Where `date` and `created` come from: `front_matter`, `document` (its own text) or
+    /// `metadata` (the file's properties).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_source: Option<crate::bundle::DateSource>,
     /// The source file's size in bytes (bundles of format 3 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_size: Option<u64>,

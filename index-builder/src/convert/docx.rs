@@ -47,11 +47,29 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
         Kind::Heading(_) => Some(p.text.clone()),
         _ => None,
     });
-    let first_line = paras.first().map(|p| p.text.clone());
-    let title = core_title
-        .or(style_title)
-        .or(first_heading)
-        .unwrap_or_else(|| title_from_text(first_line.as_deref(), file_stem));
+    // The title from the document's structure first (a standard's designation, an act's
+    // header), its property where that is its own, then its styles (`title.rs`).
+    let lines: Vec<super::title::Line> = paras
+        .iter()
+        .take(40)
+        .map(|p| super::title::Line::new(p.text.clone(), 0.0))
+        .collect();
+    let mut head = String::new();
+    for p in &paras {
+        if head.len() >= super::dates::SCAN_CHARS {
+            break;
+        }
+        head.push_str(&p.text);
+        head.push('\n');
+    }
+    let title = super::title::choose(&super::title::Evidence {
+        property: core_title.as_deref(),
+        lines: &lines,
+        styled: style_title.as_deref().or(first_heading.as_deref()),
+        text: &head,
+    })
+    .unwrap_or_else(|| title_from_text(paras.first().map(|p| p.text.as_str()), file_stem));
+    let (created, modified) = package_dates(bytes);
 
     let items = paras
         .into_iter()
@@ -71,7 +89,9 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Result<ParsedDoc, String> {
             }),
         })
         .collect();
-    Ok(parsed(title, items))
+    let mut doc = parsed(title, items);
+    super::dated(&mut doc.front, &head, created, modified);
+    Ok(doc)
 }
 
 fn read_entry(
@@ -281,9 +301,15 @@ fn body(xml: &str, styles: &HashMap<String, Kind>) -> Result<Vec<Para>, String> 
                         }
                     }
                 }
-                b"w:tab" | b"w:br" | b"w:cr" => {
+                b"w:tab" => {
                     if let Some(p) = para.as_mut() {
                         p.1.push(' ');
+                    }
+                }
+                // A line break inside a paragraph: where a word broken at it is joined again.
+                b"w:br" | b"w:cr" => {
+                    if let Some(p) = para.as_mut() {
+                        p.1.push('\n');
                     }
                 }
                 _ => {}
@@ -304,7 +330,7 @@ fn body(xml: &str, styles: &HashMap<String, Kind>) -> Result<Vec<Para>, String> 
                     let Some((kind, text)) = para.take() else {
                         continue;
                     };
-                    let text = collapse(&text);
+                    let text = collapse(&as_written(&text));
                     if cell_depth > 0 {
                         append_to_cell(&mut rows, &text);
                     } else {
@@ -332,6 +358,34 @@ fn body(xml: &str, styles: &HashMap<String, Kind>) -> Result<Vec<Para>, String> 
             _ => {}
         }
     }
+}
+
+/// A paragraph's text as written: soft hyphens (U+00AD) dropped, and a word broken with a
+/// hyphen at a manual line break joined again (`super::hyphen`).
+fn as_written(text: &str) -> String {
+    if !text.contains('\n') {
+        return super::hyphen::without_soft_hyphens(text).into_owned();
+    }
+    let hyphens = super::hyphen::Hyphens::none();
+    let mut out = String::with_capacity(text.len());
+    for line in text.split('\n') {
+        if out.is_empty() {
+            out.push_str(line);
+            continue;
+        }
+        match hyphens.join(&out, line) {
+            Some(true) => {
+                out.truncate(out.trim_end().len());
+                out.pop();
+            }
+            Some(false) => {
+                out.truncate(out.trim_end().len());
+            }
+            None => out.push(' '),
+        }
+        out.push_str(line.trim_start());
+    }
+    super::hyphen::without_soft_hyphens(&out).into_owned()
 }
 
 /// Adds `text` to the innermost open table cell (a paragraph in it, or a nested table's row).

@@ -8,9 +8,12 @@
 //! the reason, which the build reports as a warning naming the file before going on. A
 //! converter that panics on a malformed file is caught and reported the same way.
 
+pub mod dates;
 mod docx;
+mod hyphen;
 mod pdf;
 mod sheet;
+pub mod title;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -67,18 +70,17 @@ pub fn convert(
         let doc = parse_document(format, &text, file_stem, warnings, rel);
         (doc, PageMap::default())
     } else {
-        // Office and OpenDocument files carry their dates in their package (a PDF's come
-        // with its conversion; an XLS keeps them where calamine does not read).
-        let dated = |mut d: ParsedDoc| {
-            let (created, modified) = docx::package_dates(bytes);
-            d.front.date = modified.or_else(|| created.clone());
-            d.front.created = created;
-            (d, PageMap::default())
-        };
+        // Spreadsheets carry their dates in their package (an XLS keeps them where calamine
+        // does not read); PDF and Word documents are dated by their converters, from their
+        // own text first.
         let run = || match format {
             Format::Pdf => pdf::convert(bytes, file_stem, rel, warnings),
-            Format::Docx => docx::convert(bytes, file_stem).map(dated),
-            _ => sheet::convert(bytes, file_stem).map(dated),
+            Format::Docx => docx::convert(bytes, file_stem).map(|d| (d, PageMap::default())),
+            _ => sheet::convert(bytes, file_stem).map(|mut d| {
+                let (created, modified) = docx::package_dates(bytes);
+                dated(&mut d.front, "", created, modified);
+                (d, PageMap::default())
+            }),
         };
         // The PDF and spreadsheet parsers assert on some malformed input; such a file is
         // broken, not a reason to stop the build.
@@ -117,6 +119,28 @@ pub fn convert(
         doc,
         page_map,
     })
+}
+
+/// Sets a converted document's dates: those its first pages state (`head`; [`dates::stated`]:
+/// adoption, approval, entry into force, revision), else the file's own (`created`,
+/// `modified`: when it was produced), and says which.
+pub(super) fn dated(
+    front: &mut crate::ingest::FrontMatter,
+    head: &str,
+    created: Option<String>,
+    modified: Option<String>,
+) {
+    use docloupe::bundle::DateSource;
+    let stated = dates::stated(head);
+    if !stated.is_empty() {
+        front.date = stated.date();
+        front.created = stated.created();
+        front.date_source = Some(DateSource::Document);
+    } else if modified.is_some() || created.is_some() {
+        front.date = modified.or_else(|| created.clone());
+        front.created = created;
+        front.date_source = Some(DateSource::Metadata);
+    }
 }
 
 /// A text file's characters: UTF-8 (a leading byte order mark is the parsers' to skip), or

@@ -9,7 +9,7 @@ use lopdf::{Dictionary, Document, Object, ObjectId};
 use pdf_extract::PlainTextOutput;
 
 use super::{parsed, PageMap, PageRange};
-use crate::ingest::{collapse, paragraphs, title_from_text, Item, ParsedDoc};
+use crate::ingest::{collapse, paragraphs_joining, title_from_text, Item, ParsedDoc};
 
 pub fn convert(
     bytes: &[u8],
@@ -51,11 +51,18 @@ pub fn convert(
     let mut map = PageMap::default();
     let mut unreadable = Vec::new();
     let mut tree = SoloPageTree::new(&mut doc, &pages)?;
+    // The first page with text is also read for its layout (lines and type sizes), which the
+    // title is chosen from.
+    let mut first_page: Option<Vec<Glyph>> = None;
     for &(number, id) in &pages {
         let mut page = String::new();
-        if tree.extract(id, &mut page).is_err() {
+        let mut glyphs = first_page.is_none().then(Vec::new);
+        if tree.extract(id, &mut page, glyphs.as_mut()).is_err() {
             unreadable.push(number);
             continue;
+        }
+        if first_page.is_none() && !page.trim().is_empty() {
+            first_page = glyphs;
         }
         let page = page.trim();
         if page.is_empty() {
@@ -96,10 +103,29 @@ pub fn convert(
         ));
     }
 
-    let blocks = paragraphs(&text, |offset| map.page_at(offset));
-    // The first line of the first page is usually the title; the first outline entry is
-    // usually "1 Introduction".
-    let title = info_title.unwrap_or_else(|| {
+    // Words broken across lines are joined again, soft hyphens inside lines dropped (`hyphen`).
+    let hyphens = super::hyphen::Hyphens::of(&text);
+    let mut blocks = paragraphs_joining(
+        &text,
+        |offset| map.page_at(offset),
+        |line, next| hyphens.join(line, next),
+    );
+    for b in &mut blocks {
+        if let std::borrow::Cow::Owned(t) = super::hyphen::without_soft_hyphens(&b.text) {
+            b.text = t;
+        }
+    }
+    // The title: from the first page's structure and layout, the title property where it is
+    // the document's own (`title.rs`); never the outline's first entry ("1 Introduction").
+    let lines = first_page.map(|g| layout_lines(&g)).unwrap_or_default();
+    let head: String = text.chars().take(super::dates::SCAN_CHARS).collect();
+    let title = super::title::choose(&super::title::Evidence {
+        property: info_title.as_deref(),
+        lines: &lines,
+        styled: None,
+        text: &head,
+    })
+    .unwrap_or_else(|| {
         title_from_text(
             text.lines().map(str::trim).find(|l| !l.is_empty()),
             file_stem,
@@ -107,8 +133,7 @@ pub fn convert(
     });
 
     let mut parsed = parsed(title, place_headings(blocks, outline));
-    parsed.front.date = modified.or_else(|| created.clone());
-    parsed.front.created = created;
+    super::dated(&mut parsed.front, &head, created, modified);
     Ok((parsed, map))
 }
 
@@ -169,9 +194,15 @@ impl<'a> SoloPageTree<'a> {
         Ok(SoloPageTree { doc, solo })
     }
 
-    /// Appends the text of the page `id` to `out`. A page pdf-extract cannot read, or stops
-    /// on (it asserts on some malformed content), is an error; the other pages are read.
-    fn extract(&mut self, id: ObjectId, out: &mut String) -> Result<(), ()> {
+    /// Appends the text of the page `id` to `out`, and its glyphs to `glyphs` when given. A
+    /// page pdf-extract cannot read, or stops on (it asserts on some malformed content), is an
+    /// error; the other pages are read.
+    fn extract(
+        &mut self,
+        id: ObjectId,
+        out: &mut String,
+        glyphs: Option<&mut Vec<Glyph>>,
+    ) -> Result<(), ()> {
         let mut node = Dictionary::new();
         node.set("Type", Object::Name(b"Pages".to_vec()));
         node.set("Kids", vec![Object::Reference(id)]);
@@ -182,14 +213,138 @@ impl<'a> SoloPageTree<'a> {
             .map_err(|_| ())?
             .set("Parent", self.solo);
         let doc: &Document = self.doc;
-        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pdf_extract::output_doc_page(doc, &mut PlainTextOutput::new(&mut *out), 1)
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match glyphs {
+            Some(glyphs) => pdf_extract::output_doc_page(
+                doc,
+                &mut Recording {
+                    text: PlainTextOutput::new(&mut *out),
+                    glyphs,
+                },
+                1,
+            ),
+            None => pdf_extract::output_doc_page(doc, &mut PlainTextOutput::new(&mut *out), 1),
         }));
         match read {
             Ok(Ok(())) => Ok(()),
             _ => Err(()),
         }
     }
+}
+
+/// One character as pdf-extract places it on a page: its position (PDF units, y up), its
+/// advance and its type size.
+#[derive(Debug, Clone)]
+struct Glyph {
+    x: f64,
+    y: f64,
+    end: f64,
+    size: f64,
+    text: String,
+}
+
+/// Pages at most this many glyphs long are kept for layout (a title page is far shorter).
+const MAX_LAYOUT_GLYPHS: usize = 20_000;
+
+/// The plain-text output, and each glyph's place and size beside it.
+struct Recording<'a, 'b> {
+    text: PlainTextOutput<&'a mut String>,
+    glyphs: &'b mut Vec<Glyph>,
+}
+
+impl pdf_extract::OutputDev for Recording<'_, '_> {
+    fn begin_page(
+        &mut self,
+        page: u32,
+        media_box: &pdf_extract::MediaBox,
+        art_box: Option<(f64, f64, f64, f64)>,
+    ) -> Result<(), pdf_extract::OutputError> {
+        self.text.begin_page(page, media_box, art_box)
+    }
+
+    fn end_page(&mut self) -> Result<(), pdf_extract::OutputError> {
+        self.text.end_page()
+    }
+
+    fn output_character(
+        &mut self,
+        trm: &pdf_extract::Transform,
+        width: f64,
+        spacing: f64,
+        font_size: f64,
+        char: &str,
+    ) -> Result<(), pdf_extract::OutputError> {
+        if self.glyphs.len() < MAX_LAYOUT_GLYPHS {
+            // The size as pdf-extract measures it: the side of the square of the same area as
+            // the font size's box under the text matrix.
+            let (vx, vy) = (
+                font_size * (trm.m11 + trm.m21),
+                font_size * (trm.m12 + trm.m22),
+            );
+            let size = (vx * vy).abs().sqrt();
+            self.glyphs.push(Glyph {
+                x: trm.m31,
+                y: trm.m32,
+                end: trm.m31 + width * size,
+                size,
+                text: char.to_owned(),
+            });
+        }
+        self.text
+            .output_character(trm, width, spacing, font_size, char)
+    }
+
+    fn begin_word(&mut self) -> Result<(), pdf_extract::OutputError> {
+        self.text.begin_word()
+    }
+
+    fn end_word(&mut self) -> Result<(), pdf_extract::OutputError> {
+        self.text.end_word()
+    }
+
+    fn end_line(&mut self) -> Result<(), pdf_extract::OutputError> {
+        self.text.end_line()
+    }
+}
+
+/// A page's glyphs as lines, top to bottom: a glyph more than half its size above or below
+/// the line's baseline starts another line; a gap wider than a tenth of the size is a space.
+/// Each line's size is its largest glyph's.
+fn layout_lines(glyphs: &[Glyph]) -> Vec<super::title::Line> {
+    struct Open {
+        y: f64,
+        end: f64,
+        size: f64,
+        text: String,
+    }
+    let mut lines: Vec<Open> = Vec::new();
+    for g in glyphs {
+        let same = lines.last().is_some_and(|l| {
+            (g.y - l.y).abs() <= g.size.max(l.size) * 0.5 && g.x >= l.end - l.size
+        });
+        if !same {
+            lines.push(Open {
+                y: g.y,
+                end: g.end,
+                size: g.size,
+                text: String::new(),
+            });
+        }
+        let line = lines.last_mut().expect("pushed");
+        if !line.text.is_empty() && g.x > line.end + g.size * 0.1 {
+            line.text.push(' ');
+        }
+        line.text.push_str(&g.text);
+        line.end = g.end;
+        line.size = line.size.max(g.size);
+    }
+    // Content streams need not draw top to bottom: order by height, keeping the drawing order
+    // among lines at one height.
+    lines.sort_by(|a, b| b.y.total_cmp(&a.y));
+    lines
+        .into_iter()
+        .map(|l| super::title::Line::new(collapse(&l.text), l.size as f32))
+        .filter(|l| !l.text.is_empty())
+        .collect()
 }
 
 /// A PDF date (`D:20240305103000+01'00'`, the `D:` and everything after the day optional) as
