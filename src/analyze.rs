@@ -254,6 +254,103 @@ pub fn fold(c: char) -> char {
     }
 }
 
+/// Whether a word, as written, is an abbreviation: two to six letters, all capitals (`ОДПУ`,
+/// `ГВС`, `TLS`), or with capitals after its first letter (`СНиП`, `iOS`, `GitHub`). Such words
+/// are the vocabulary of technical documents, not misspellings of dictionary words: they are
+/// never corrected.
+pub fn looks_like_abbreviation(word: &str) -> bool {
+    let letters = word.chars().count();
+    if !(2..=6).contains(&letters) || !word.chars().all(char::is_alphabetic) {
+        return false;
+    }
+    let upper = word.chars().filter(|c| c.is_uppercase()).count();
+    upper == letters || (upper >= 2 && word.chars().skip(1).any(char::is_uppercase))
+}
+
+/// What marks a chunk as defining an abbreviation in the index: a term of its own, `\u{1}`
+/// and the abbreviation's term, in the chunk's headings (no word of a text or a query is
+/// analyzed into it).
+pub const DEFINITION_MARK: char = '\u{1}';
+
+/// The index term that marks a definition of the abbreviation whose term is `term`.
+pub fn definition_term(term: &str) -> String {
+    format!("{DEFINITION_MARK}{term}")
+}
+
+/// The abbreviations (in capitals, two to eight letters) that `text` defines, as written:
+/// `ОДПУ — общедомовой прибор учёта`, `ГВС: горячее водоснабжение` at the start of a line,
+/// sentence or list item, and `общедомовой прибор учёта (ОДПУ)` or `ОДПУ (общедомовой прибор
+/// учёта)` anywhere, the expansion at least two words.
+pub fn defined_abbreviations(text: &str) -> Vec<String> {
+    let caps = |w: &str| {
+        let n = w.chars().count();
+        (2..=8).contains(&n) && w.chars().all(|c| c.is_alphabetic() && c.is_uppercase())
+    };
+    let words_in = |s: &str| {
+        s.split_whitespace()
+            .filter(|w| w.chars().any(char::is_alphabetic))
+            .count()
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |w: &str| {
+        if !out.iter().any(|o| o == w) {
+            out.push(w.to_owned());
+        }
+    };
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].1.is_alphabetic() || (i > 0 && chars[i - 1].1.is_alphanumeric()) {
+            i += 1;
+            continue;
+        }
+        let start = chars[i].0;
+        let mut j = i;
+        while j < chars.len() && chars[j].1.is_alphanumeric() {
+            j += 1;
+        }
+        let end = chars.get(j).map_or(text.len(), |c| c.0);
+        let word = &text[start..end];
+        i = j;
+        if !caps(word) {
+            continue;
+        }
+        let before = text[..start].trim_end();
+        let after = text[end..].trim_start();
+        // "(ОДПУ)" after its expansion.
+        if let (Some(b), Some(a)) = (before.strip_suffix('('), after.strip_prefix(')')) {
+            let _ = a;
+            let expansion = b.rsplit(['.', ';', ':', '\n']).next().unwrap_or(b);
+            if words_in(expansion) >= 2 {
+                push(word);
+            }
+            continue;
+        }
+        // "ОДПУ (общедомовой прибор учёта)".
+        if let Some(rest) = after.strip_prefix('(') {
+            if let Some(close) = rest.find(')') {
+                if words_in(&rest[..close]) >= 2 && !rest[..close].chars().any(char::is_numeric) {
+                    push(word);
+                }
+            }
+            continue;
+        }
+        // "ОДПУ — общедомовой прибор учёта" at the start of a line, sentence or item.
+        let at_start = before.is_empty()
+            || before.ends_with(['\n', ';', '.', ':', '•', '-', '—', '–', ')'])
+            || text[..start].ends_with("\n");
+        if at_start {
+            if let Some(rest) = after.strip_prefix(['—', '–', '-', ':']) {
+                let expansion = rest.split([';', '.', '\n']).next().unwrap_or(rest);
+                if words_in(expansion) >= 2 {
+                    push(word);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// A full-width form (U+FF01–U+FF5E, as East Asian input methods type Latin) as the ASCII
 /// character it is a wide copy of.
 fn full_width_to_ascii(c: char) -> char {
@@ -593,6 +690,24 @@ mod tests {
         // Offsets still point into the query.
         let t = v2.query_tokens("a for loop");
         assert_eq!((t[0].start, t[0].end, t[1].start), (2, 5, 6));
+    }
+
+    #[test]
+    fn abbreviations_are_told_from_words_and_their_definitions_found() {
+        for a in ["ОДПУ", "ГВС", "TLS", "СНиП", "iOS", "GitHub", "МКД"] {
+            assert!(looks_like_abbreviation(a), "{a}");
+        }
+        for w in ["одного", "Linux", "ОДПУАБВГ", "A", "X11", "Водоснабжение"]
+        {
+            assert!(!looks_like_abbreviation(w), "{w}");
+        }
+        let text = "Термины и сокращения\nОДПУ — общедомовой прибор учёта;\nГВС: горячее \
+                    водоснабжение.\nИндивидуальный прибор учёта (ИПУ) ставят в квартире. \
+                    ХВС (холодное водоснабжение) подают по вводу. Показания ОДПУ снимают \
+                    ежемесячно. По ГОСТ (2020) и СП - 3.";
+        assert_eq!(defined_abbreviations(text), ["ОДПУ", "ГВС", "ИПУ", "ХВС"]);
+        assert!(defined_abbreviations("Счётчики ОДПУ ставят на вводе.").is_empty());
+        assert_eq!(definition_term("одпу"), "\u{1}одпу");
     }
 
     /// Regression (hostile inputs, issue 59): a word split by a soft hyphen or a zero-width

@@ -31,6 +31,8 @@ pub struct SourceDocument {
     pub created: Option<String>,
     /// The source file's size in bytes.
     pub file_size: Option<u64>,
+    /// Where `date` and `created` come from.
+    pub date_source: Option<crate::bundle::DateSource>,
     pub tags: Vec<String>,
     pub lang: Language,
     pub citation: Option<Citation>,
@@ -299,6 +301,14 @@ impl<'a> BundleBuilder<'a> {
             if k == 0 {
                 heading_terms.extend(description_terms.iter().cloned());
             }
+            // A passage that defines an abbreviation ("ОДПУ — общедомовой прибор учёта") is
+            // marked under its own term, which a query of that abbreviation adds
+            // (`search::expand::definitions`): the definition comes first.
+            for abbreviation in crate::analyze::defined_abbreviations(&text) {
+                for term in analyzer.terms(&abbreviation) {
+                    heading_terms.push(crate::analyze::definition_term(&term));
+                }
+            }
             let body_terms = analyzer.terms(&text);
             let id = self.lexical.add_chunk([
                 (title_terms.as_slice(), cfg.title_weight),
@@ -330,6 +340,7 @@ impl<'a> BundleBuilder<'a> {
             citation: doc.citation,
             created: doc.created,
             file_size: doc.file_size,
+            date_source: doc.date_source,
         });
         Ok(())
     }
@@ -418,6 +429,7 @@ mod tests {
                 date: None,
                 created: Some("2026-01-02".into()),
                 file_size: Some(100 + d as u64),
+                date_source: None,
                 tags: vec!["tag".into()],
                 lang: Language::En,
                 citation: None,
@@ -516,6 +528,7 @@ mod tests {
                 date: None,
                 created: None,
                 file_size: None,
+                date_source: None,
                 tags: vec![],
                 lang: Language::En,
                 citation: None,

@@ -221,6 +221,37 @@ pub(super) fn correctable(term: &str) -> bool {
     term.chars().count() >= MIN_CORRECTED && !term.chars().all(|c| c.is_ascii_digit())
 }
 
+/// Whether the query's word at `token`, as written, is an abbreviation (`ОДПУ`, `СНиП`):
+/// never corrected nor suggested away ([`crate::analyze::looks_like_abbreviation`]).
+pub(super) fn abbreviation(query: &str, token: &Token) -> bool {
+    let word: String = query
+        .chars()
+        .skip(token.start)
+        .take(token.end - token.start)
+        .collect();
+    crate::analyze::looks_like_abbreviation(&word)
+}
+
+/// The terms that mark a definition of each abbreviation the query writes
+/// ([`crate::analyze::definition_term`]), as words of their own: a chunk that defines it
+/// scores for it beside the word itself. A query of the abbreviation alone weighs them as a
+/// word; in a longer query, less.
+pub fn definitions(query: &str, tokens: &[Token]) -> Vec<QueryTerm> {
+    let weight = if tokens.len() == 1 { 1.0 } else { 0.3 };
+    tokens
+        .iter()
+        .filter(|t| abbreviation(query, t))
+        .map(|t| {
+            let term = crate::analyze::definition_term(&t.term);
+            QueryTerm {
+                word: term.clone(),
+                term,
+                weight,
+            }
+        })
+        .collect()
+}
+
 /// Whether the query's unknown words look like typos (few, among known words) rather than
 /// another language ([`MAX_UNKNOWN_WORDS`]); `dfs` are the tokens' document frequencies.
 pub fn looks_misspelt(tokens: &[Token], dfs: &[usize]) -> bool {
@@ -251,7 +282,11 @@ pub fn expand(corpus: &Corpus, query: &str, tokens: &[Token]) -> Vec<QueryTerm> 
     let mut typed: Vec<Option<String>> = Vec::with_capacity(tokens.len());
     let mut words: Vec<&str> = Vec::new();
     for (t, &df) in tokens.iter().zip(&dfs) {
-        let fix = df == 0 && misspelt && correctable(&t.term) && words.len() < MAX_WORDS_CORRECTED;
+        let fix = df == 0
+            && misspelt
+            && correctable(&t.term)
+            && !abbreviation(query, t)
+            && words.len() < MAX_WORDS_CORRECTED;
         typed.push(fix.then(|| typed_word(query, t)));
         if fix {
             words.push(&t.term);

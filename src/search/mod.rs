@@ -494,8 +494,10 @@ impl Engine {
         };
         let t = Instant::now();
         let mask = filter::DocMask::new(&corpus, &plan.scope);
-        // Typos through close terms, the word being typed through its completions.
-        let expanded = expand::expand(&corpus, &plan.query, &tokens);
+        // Typos through close terms, the word being typed through its completions, and the
+        // definitions of the abbreviations it writes.
+        let mut expanded = expand::expand(&corpus, &plan.query, &tokens);
+        expanded.extend(expand::definitions(&plan.query, &tokens));
         // What highlights mark: the words matched, stand-ins included.
         let matched: Vec<String> = expanded.iter().map(|t| t.term.clone()).collect();
         if query_vector.is_some() {

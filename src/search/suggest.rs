@@ -49,7 +49,10 @@ pub fn suggestions(
     // their candidates are read in one go.
     let mut looked_up: Vec<(&Token, usize, String)> = Vec::new();
     for (t, &df) in tokens.iter().zip(&dfs) {
-        if !super::expand::correctable(&t.term) || looked_up.len() == MAX_WORDS_LOOKED_UP {
+        if !super::expand::correctable(&t.term)
+            || super::expand::abbreviation(query, t)
+            || looked_up.len() == MAX_WORDS_LOOKED_UP
+        {
             continue;
         }
         let min_df = if df == 0 {
