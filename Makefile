@@ -5,6 +5,9 @@ SHELL := /bin/bash
 
 CACHE       ?= $(or $(DOCLOUPE_CACHE),$(HOME)/.cache/docloupe)
 export DOCLOUPE_CACHE := $(CACHE)
+# Tests and benchmarks run every docloupe search in its own process: no search daemon
+# (src/bin/docloupe/daemon.rs) outlives them; tests/daemon_spec.rs starts its own.
+export DOCLOUPE_DAEMON := off
 MODEL_DIR   := $(CACHE)/models/all-MiniLM-L6-v2
 E5_DIR      := $(CACHE)/models/multilingual-e5-small
 CARGO       ?= cargo

@@ -66,14 +66,30 @@ impl std::fmt::Debug for Embedder {
 
 impl Embedder {
     pub fn new(files: &ModelFiles) -> Result<Embedder> {
-        let tokenizer = Tokenizing::load(&files.tokenizer)?;
-        let plan = load_plan(&files.onnx)
-            .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")))?;
+        // The graph's parse and optimization (E5: about 0.75 s) on one core; the tokenizer
+        // (0.13 s) and both files' sha256 (0.08 s) beside it, natively.
+        let side = || {
+            let tokenizer = Tokenizing::load(&files.tokenizer);
+            (
+                tokenizer,
+                sha256_hex(&files.onnx),
+                sha256_hex(&files.tokenizer),
+            )
+        };
+        let plan = || {
+            load_plan(&files.onnx)
+                .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")))
+        };
+        #[cfg(not(target_arch = "wasm32"))]
+        let ((tokenizer, sha256, tokenizer_sha256), plan) = rayon::join(side, plan);
+        #[cfg(target_arch = "wasm32")]
+        let ((tokenizer, sha256, tokenizer_sha256), plan) = (side(), plan());
+        let (tokenizer, plan) = (tokenizer?, plan?);
         let mut embedder = Embedder {
             info: ModelInfo {
                 id: files.id.clone(),
-                sha256: sha256_hex(&files.onnx),
-                tokenizer_sha256: sha256_hex(&files.tokenizer),
+                sha256,
+                tokenizer_sha256,
                 dims: 0,
                 max_tokens: files.max_tokens as u32,
             },

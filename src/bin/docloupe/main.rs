@@ -1,6 +1,8 @@
 //! `docloupe`: search a bundle from the terminal (`search`), serve it to AI agents over MCP
 //! (`mcp`), and read the query logs (`stats`).
 
+#[cfg(unix)]
+mod daemon;
 mod mcp;
 mod render;
 mod stats;
@@ -45,6 +47,11 @@ enum Command {
     /// per tool, mode and status, latency, top and zero-result queries, filters, and
     /// precision@5 from result_feedback.
     Stats(stats::StatsArgs),
+    /// Internal: the search daemon `docloupe search` starts and asks (it keeps the models
+    /// loaded between calls; DOCLOUPE_DAEMON=off turns it off).
+    #[cfg(unix)]
+    #[command(hide = true)]
+    Daemon,
 }
 
 #[derive(clap::Args)]
@@ -155,6 +162,8 @@ fn main() -> ExitCode {
         Command::Search(args) => search(args),
         Command::Mcp(args) => mcp::serve(args),
         Command::Stats(args) => stats::run(args),
+        #[cfg(unix)]
+        Command::Daemon => daemon::serve(),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -277,6 +286,18 @@ fn search(args: SearchArgs) -> Result<()> {
         None if header.flags.hybrid => Mode::Hybrid,
         None => Mode::Fulltext,
     };
+    // The /search options are search_documents' arguments, checked the same way.
+    let prepared = (!args.jsonl).then(|| one_request(&args, mode));
+    // A query that needs the model asks the daemon first, which keeps it loaded (`daemon.rs`).
+    #[cfg(unix)]
+    let daemon = daemon_config(&args, mode != Mode::Fulltext && header.flags.hybrid);
+    #[cfg(unix)]
+    if let (Some(config), Some(Ok((req, contract)))) = (&daemon, &prepared) {
+        if let Some(answer) = daemon::ask(config, contract) {
+            let answer = answer.map_err(|e| DocumentsError::from_contract(&e));
+            return print_answer(&args, answer.map(|r| (req.clone(), r)));
+        }
+    }
     // A single query needs the model only for its mode; batch requests choose their own mode,
     // so the model is loaded whenever the bundle has vectors and the model is there.
     let models = if args.jsonl {
@@ -347,7 +368,34 @@ fn search(args: SearchArgs) -> Result<()> {
     if args.jsonl {
         return batch(&mut ask, &mut out);
     }
-    // The /search options are search_documents' arguments, checked the same way.
+    drop(out);
+    let answer = prepared.expect("one query").and_then(|(req, contract)| {
+        ask(&contract)
+            .map(|r| (req, r))
+            .map_err(|e| DocumentsError::from_contract(&docloupe::ErrorResponse::from(&e)))
+    });
+    print_answer(&args, answer)?;
+    if let Some(cache) = unkept {
+        cache.keep(&engine);
+    }
+    // Next time the daemon answers: it keeps the model this call had to load.
+    #[cfg(unix)]
+    if let Some(config) = &daemon {
+        daemon::start(config);
+    }
+    // The process ends with the answer: the operating system takes the engine's memory back
+    // at once, where freeing it first (2.24M vectors' arrays, a bundle's tables) took about
+    // 0.1 s after the answer was out.
+    std::mem::forget(engine);
+    Ok(())
+}
+
+/// The one query of a `docloupe search` command line, as `search_documents` reads it and as
+/// the contract's request it becomes.
+fn one_request(
+    args: &SearchArgs,
+    mode: Mode,
+) -> std::result::Result<(DocumentsRequest, docloupe::SearchRequest), DocumentsError> {
     let mut request = DocumentsRequest::new(args.query.join(" "));
     request.limit = args.limit;
     request.page = args.page;
@@ -365,16 +413,24 @@ fn search(args: SearchArgs) -> Result<()> {
     request.include_context = args.context;
     request.max_chunks = args.chunks;
     request.search_mode = mode;
-    let answer = DocumentsRequest::from_value(&serde_json::to_value(&request)?).and_then(|req| {
+    let value = serde_json::to_value(&request).expect("a request serializes");
+    DocumentsRequest::from_value(&value).map(|req| {
         let mut contract = req.to_search_request();
         contract.max_chars_per_chunk = args.max_chars_per_chunk.map(|n| n as usize);
         if let Some(skip) = args.offset {
             contract.offset = Some(skip as usize);
         }
-        ask(&contract)
-            .map(|r| (req, r))
-            .map_err(|e| DocumentsError::from_contract(&docloupe::ErrorResponse::from(&e)))
-    });
+        (req, contract)
+    })
+}
+
+/// Prints a `docloupe search` answer in the format asked for.
+fn print_answer(
+    args: &SearchArgs,
+    answer: std::result::Result<(DocumentsRequest, docloupe::SearchResponse), DocumentsError>,
+) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
     match (answer, args.format) {
         (Ok((req, response)), Format::Json) => {
             serde_json::to_writer_pretty(&mut out, &documents::shape(&req, &response))?;
@@ -400,15 +456,82 @@ fn search(args: SearchArgs) -> Result<()> {
         (Err(e), _) => anyhow::bail!("{} ({:?})", e.error.message, e.error.code),
     }
     out.flush()?;
-    drop(out);
+    Ok(())
+}
+
+/// The daemon's configuration for this command, when it should ask one: a single query that
+/// needs the embedding model, none of the benchmarks' hidden settings, the daemon not turned
+/// off.
+#[cfg(unix)]
+fn daemon_config(args: &SearchArgs, needs_model: bool) -> Option<daemon::Config> {
+    let defaults = EngineOptions::default();
+    let hidden = args.max_limit != defaults.max_limit
+        || args.rerank_weight.is_some()
+        || args.explain_features
+        || args.match_floor.is_some()
+        || args.fusion != Fusion::default();
+    if args.jsonl || !needs_model || hidden || !daemon::enabled() {
+        return None;
+    }
+    let bundle = std::fs::canonicalize(&args.bundle).ok()?;
+    Some(daemon::Config {
+        stamp: daemon::Stamp::of(&bundle)?,
+        models: std::fs::canonicalize(args.model_args.models.clone().or_else(|| {
+            Source::open(&bundle)
+                .ok()
+                .map(|s| bundle_model_dir(s.header()))
+        })?)
+        .ok()?,
+        bundle,
+        reranker: match &args.model_args.reranker {
+            Some(dir) => Some(dir.clone()),
+            None if std::env::var_os("DOCLOUPE_RERANKER_DIR").is_some() => {
+                Some(default_reranker_dir())
+            }
+            None => None,
+        },
+        no_reranker: args.model_args.no_reranker,
+        rerank_budget_ms: args.model_args.rerank_budget_ms,
+        error_on_total_failure: matches!(
+            args.model_args.fallback_policy,
+            PolicyArg::ErrorOnTotalFailure
+        ),
+        portable_kernels: docloupe::embed::kernels() == docloupe::embed::Kernels::Portable,
+    })
+}
+
+/// The engine a daemon keeps for `config`: as `docloupe search` loads it for a hybrid query
+/// (vectors, the embedding model, the second stage), able to answer every mode.
+#[cfg(unix)]
+pub(crate) fn load_engine(config: &daemon::Config) -> Result<Engine> {
+    let kernels = match config.portable_kernels {
+        true => docloupe::embed::Kernels::Portable,
+        false => docloupe::embed::Kernels::Fast,
+    };
+    if docloupe::embed::kernels() != kernels {
+        docloupe::embed::use_kernels(kernels)?;
+    }
+    let source = Source::open(&config.bundle)?;
+    let files = ModelFiles::from_dir(&config.models)?;
+    let (embedder, loaded) = beside(|| Embedder::new(&files), || source.into_engine(true));
+    let (mut engine, _, unkept) = loaded?;
+    engine.install_embedder(embedder?)?;
+    let flags = ModelArgs {
+        models: Some(config.models.clone()),
+        // Explicit, so that the daemon's own environment plays no part.
+        reranker: config.reranker.clone(),
+        no_reranker: config.no_reranker,
+        rerank_budget_ms: config.rerank_budget_ms,
+        fallback_policy: match config.error_on_total_failure {
+            true => PolicyArg::ErrorOnTotalFailure,
+            false => PolicyArg::ReturnHybridCandidates,
+        },
+    };
+    let engine = second_stage(engine.with_options(flags.engine_options()), &flags)?;
     if let Some(cache) = unkept {
         cache.keep(&engine);
     }
-    // The process ends with the answer: the operating system takes the engine's memory back
-    // at once, where freeing it first (2.24M vectors' arrays, a bundle's tables) took about
-    // 0.1 s after the answer was out.
-    std::mem::forget(engine);
-    Ok(())
+    Ok(engine)
 }
 
 /// Which documents of the ranking a `search` answer shows.
