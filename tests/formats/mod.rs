@@ -95,6 +95,120 @@ pub fn pdf(pages: &[Page], outline: &[(u8, &str, usize)], title: Option<&str>) -
     out
 }
 
+/// A line of a [`pdf_typeset`] page: its type size and its text (any Unicode).
+pub type SetLine<'a> = (f32, &'a str);
+
+/// A PDF whose pages are lines of any script, each at its own type size, top to bottom (a
+/// blank line, `(0.0, "")`, leaves a paragraph's gap), as typesetters write Russian text: one
+/// simple font whose codes stand for the characters used, read back through its `ToUnicode`
+/// map. `info` goes into the document information (`Title`, `CreationDate`, …).
+pub fn pdf_typeset(pages: &[&[SetLine]], info: &[(&str, &str)]) -> Vec<u8> {
+    let mut chars: Vec<char> = pages
+        .iter()
+        .flat_map(|p| p.iter())
+        .flat_map(|(_, t)| t.chars())
+        .collect();
+    chars.sort();
+    chars.dedup();
+    assert!(chars.len() < 255, "{} distinct characters", chars.len());
+    let code = |c: char| (chars.binary_search(&c).unwrap() + 1) as u8;
+    let mut cmap = String::from(
+        "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n\
+         /CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n\
+         /CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n\
+         1 begincodespacerange\n<00> <FF>\nendcodespacerange\n",
+    );
+    for block in chars.chunks(100) {
+        cmap.push_str(&format!("{} beginbfchar\n", block.len()));
+        for &c in block {
+            let mut units = [0u16; 2];
+            let hex: String = c
+                .encode_utf16(&mut units)
+                .iter()
+                .map(|u| format!("{u:04X}"))
+                .collect();
+            cmap.push_str(&format!("<{:02X}> <{hex}>\n", code(c)));
+        }
+        cmap.push_str("endbfchar\n");
+    }
+    cmap.push_str("endcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n");
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let to_unicode = doc.add_object(Stream::new(dictionary! {}, cmap.into_bytes()));
+    let font_id = doc.add_object(dictionary! {
+        "Type" => "Font",
+        "Subtype" => "Type1",
+        "BaseFont" => "Helvetica",
+        "FirstChar" => 1,
+        "LastChar" => chars.len() as i64,
+        "Widths" => vec![Object::Integer(520); chars.len()],
+        "ToUnicode" => to_unicode,
+    });
+    let mut page_ids = Vec::new();
+    for lines in pages {
+        let mut ops = vec![
+            Operation::new("BT", vec![]),
+            Operation::new("Td", vec![60.into(), 790.into()]),
+        ];
+        for (size, text) in lines.iter() {
+            let size = if *size > 0.0 { *size } else { 11.0 };
+            ops.push(Operation::new("Tf", vec!["F1".into(), size.into()]));
+            ops.push(Operation::new("Td", vec![0.into(), (-(size * 1.5)).into()]));
+            if !text.is_empty() {
+                let bytes: Vec<u8> = text.chars().map(code).collect();
+                ops.push(Operation::new(
+                    "Tj",
+                    vec![Object::String(bytes, lopdf::StringFormat::Hexadecimal)],
+                ));
+            }
+        }
+        ops.push(Operation::new("ET", vec![]));
+        let content = Content { operations: ops };
+        let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
+        page_ids.push(doc.add_object(dictionary! {
+            "Type" => "Page",
+            "Parent" => pages_id,
+            "Contents" => content_id,
+        }));
+    }
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(dictionary! {
+            "Type" => "Pages",
+            "Kids" => page_ids.iter().map(|id| Object::from(*id)).collect::<Vec<_>>(),
+            "Count" => page_ids.len() as i64,
+            "Resources" => dictionary! { "Font" => dictionary! { "F1" => font_id } },
+            "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
+        }),
+    );
+    let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+    doc.trailer.set("Root", catalog_id);
+    if !info.is_empty() {
+        let mut d = lopdf::Dictionary::new();
+        for (k, v) in info {
+            d.set(
+                *k,
+                Object::String(utf16_text(v), lopdf::StringFormat::Hexadecimal),
+            );
+        }
+        let info_id = doc.add_object(d);
+        doc.trailer.set("Info", info_id);
+    }
+    doc.compress();
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
+}
+
+/// A PDF text string in UTF-16BE with its byte order mark (any script).
+fn utf16_text(s: &str) -> Vec<u8> {
+    let mut out = vec![0xFE, 0xFF];
+    for u in s.encode_utf16() {
+        out.extend(u.to_be_bytes());
+    }
+    out
+}
+
 /// `pdf` with `CreationDate` and `ModDate` (PDF date strings, `D:YYYYMMDDHHmmSS…`) in its
 /// document information.
 pub fn pdf_dated(pdf: &[u8], created: &str, modified: &str) -> Vec<u8> {
