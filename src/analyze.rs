@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 /// 1. Snowball's stop words (trimmed), Snowball stemmers.
 /// 2. The stop words that are programming keywords ([`KEYWORDS`]) are terms.
 /// 3. Text as a reader sees it: invisible format characters (soft hyphen, zero-width space and
-///    joiners, the byte order mark) do not break a word, full-width forms (`ｃａｃｈｅ`) are their
-///    ASCII letters and digits, and a letter followed by a combining accent (decomposed text,
-///    `cafe\u{301}`) is the accented letter the composed text has ([`compose`]).
+///    joiners, the byte order mark) do not break a word, and full-width forms (`ｃａｃｈｅ`) are
+///    their ASCII letters and digits. (Decomposed accents are not composed: the tables cost the
+///    lexical wasm build more than its budget had left.)
 pub const ANALYZER_VERSION: u32 = 3;
 
 /// English stop words that version 2 keeps as terms: keywords of the languages documentation
@@ -93,7 +93,7 @@ pub struct Analyzer {
     /// Whether [`KEYWORDS`] are terms (version 2 on).
     keywords: bool,
     /// Whether text is read as displayed (version 3 on): format characters inside words,
-    /// full-width forms, combining accents.
+    /// full-width forms.
     as_displayed: bool,
 }
 
@@ -180,13 +180,7 @@ impl Analyzer {
                 pos += 1;
                 continue;
             }
-            if self.as_displayed && is_combining_accent(c) && !word.is_empty() {
-                // Decomposed text: the accent joins the letter before it.
-                let last = word.pop().expect("not empty");
-                push_folded(&mut word, compose(last, c).unwrap_or(last));
-                pos += 1;
-                continue;
-            }
+
             if c.is_alphanumeric() {
                 if word.is_empty() {
                     start = pos;
@@ -358,33 +352,6 @@ fn full_width_to_ascii(c: char) -> char {
         '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
         _ => c,
     }
-}
-
-/// The combining diacritical marks (U+0300–U+036F).
-fn is_combining_accent(c: char) -> bool {
-    matches!(c, '\u{300}'..='\u{36F}')
-}
-
-/// The letters decomposed text spells as a base letter and a combining mark, by mark: the
-/// accented Latin letters of the languages documentation is written in, and `й`, `ё`, `ї`,
-/// `ў`. A mark on another letter is dropped (the letter stays).
-const COMPOSED: &[(char, &str, &str)] = &[
-    ('\u{300}', "aeiouAEIOU", "àèìòùÀÈÌÒÙ"),
-    ('\u{301}', "aeiouycnszAEIOUYCNSZ", "áéíóúýćńśźÁÉÍÓÚÝĆŃŚŹ"),
-    ('\u{302}', "aeiouAEIOU", "âêîôûÂÊÎÔÛ"),
-    ('\u{303}', "anoANO", "ãñõÃÑÕ"),
-    ('\u{306}', "иуaИУA", "йўăЙЎĂ"),
-    ('\u{308}', "aeiouyеіAEIOUYЕІ", "äëïöüÿёїÄËÏÖÜŸЁЇ"),
-    ('\u{30A}', "auAU", "åůÅŮ"),
-    ('\u{30C}', "cdenrstzCDENRSTZ", "čďěňřšťžČĎĚŇŘŠŤŽ"),
-    ('\u{327}', "cC", "çÇ"),
-];
-
-/// `base` with the combining `mark` as one letter, where [`COMPOSED`] has it.
-fn compose(base: char, mark: char) -> Option<char> {
-    let (_, bases, composed) = COMPOSED.iter().find(|(m, _, _)| *m == mark)?;
-    let i = bases.chars().position(|b| b == base)?;
-    composed.chars().nth(i)
 }
 
 fn is_cyrillic(c: char) -> bool {
@@ -711,8 +678,8 @@ mod tests {
     }
 
     /// Regression (hostile inputs, issue 59): a word split by a soft hyphen or a zero-width
-    /// space, in full-width letters or decomposed (`cafe` + U+0301) found nothing. From
-    /// version 3 they are the words a reader sees; before it, as they were.
+    /// space, or in full-width letters, found nothing. From version 3 they are the words a
+    /// reader sees; before it, as they were.
     #[test]
     fn text_is_read_as_displayed_from_version_3() {
         let a = Analyzer::new();
@@ -722,12 +689,6 @@ mod tests {
         same("cache\u{200B}able", "cacheable");
         same("\u{FEFF}config", "config");
         same("ｃａｃｈｅ ２０２４", "cache 2024");
-        same("cafe\u{301}", "café");
-        same("Cafe\u{301}", "café");
-        same("мои\u{306} е\u{308}ж", "мой ёж");
-        same("naïve", "nai\u{308}ve");
-        // A mark with no composed form leaves its letter.
-        same("x\u{301}y", "xy");
         // Offsets still count every character, the invisible ones too.
         let t = a.tokens("a in\u{AD}dex");
         assert_eq!((t[0].start, t[0].end), (2, 8));
