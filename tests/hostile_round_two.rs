@@ -93,21 +93,7 @@ fn search(bundle: &Path, query: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The contract's answer to `request` (a JSON object), from `docloupe search --jsonl`.
-fn ask(bundle: &Path, request: serde_json::Value) -> serde_json::Value {
-    use std::io::Write;
-    let mut child = common::docloupe_search(bundle)
-        .arg("--jsonl")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "{request}").unwrap();
-    drop(stdin);
-    let out = wait_within(child, 60);
-    serde_json::from_slice(&out.stdout).expect("one contract answer")
-}
+use common::ask_jsonl as ask;
 
 /// Finding 1: a 64 KiB title over 200 sections (and 16 KiB titles over 20,000) built with rc 0
 /// into a bundle every reader refused ("chunk breadcrumbs expand far past their section's

@@ -8,7 +8,7 @@ mod common;
 mod formats;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use formats::pdf_typeset;
 
@@ -28,19 +28,7 @@ fn build(dir: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-/// The contract's answer to `request` over `bundle` (`docloupe search --jsonl`).
-fn ask(bundle: &Path, request: serde_json::Value) -> serde_json::Value {
-    use std::io::Write;
-    let mut child = common::docloupe_search(bundle)
-        .arg("--jsonl")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    writeln!(child.stdin.take().unwrap(), "{request}").unwrap();
-    let out = child.wait_with_output().unwrap();
-    serde_json::from_slice(&out.stdout).expect("a contract answer")
-}
+use common::ask_jsonl as ask;
 
 fn folder() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();

@@ -135,3 +135,26 @@ pub fn fixture_bundle_file() -> (tempfile::TempDir, PathBuf) {
     std::fs::write(&bundle, fixture_bundle()).unwrap();
     (tmp, bundle)
 }
+
+/// The contract's answer to `request` (a JSON object) over `bundle`, from `docloupe search
+/// --jsonl`; a search that takes over 60 s fails the test rather than hanging it.
+pub fn ask_jsonl(bundle: &Path, request: serde_json::Value) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = docloupe_search(bundle)
+        .arg("--jsonl")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{request}").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the search did not answer within 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    serde_json::from_slice(&out.stdout).expect("one contract answer")
+}
