@@ -119,7 +119,7 @@ impl Analyzer {
 
     /// The rules of `version`, which a bundle records: its queries must be analyzed as its
     /// text was. Versions above [`ANALYZER_VERSION`] are refused when the bundle is read
-    /// ([`crate::bundle::AnalyzerConfig::validate`]).
+    /// ([`AnalyzerConfig::validate`]).
     pub fn for_version(version: u32) -> Self {
         Analyzer {
             en: Stemmer::create(Algorithm::English),
@@ -175,7 +175,7 @@ impl Analyzer {
             } else {
                 c
             };
-            if self.as_displayed && crate::bundle::is_format_char(c) {
+            if self.as_displayed && is_format_char(c) {
                 // Invisible: neither a letter nor a break (`in\u{AD}dex` is `index`).
                 pos += 1;
                 continue;
@@ -584,6 +584,93 @@ const STOP_RU: &[&str] = &[
     "этот",
     "я",
 ];
+
+/// Everything that decides which terms a text turns into and how they are scored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnalyzerConfig {
+    pub version: u32,
+    pub k1: f32,
+    pub b: f32,
+    /// Term-frequency weight of a word in the document title.
+    pub title_weight: u32,
+    /// ... in a heading on the chunk's section path (or the front-matter description).
+    pub heading_weight: u32,
+    /// ... in the chunk's body text.
+    pub body_weight: u32,
+}
+
+impl Default for AnalyzerConfig {
+    fn default() -> Self {
+        AnalyzerConfig {
+            version: ANALYZER_VERSION,
+            k1: 1.2,
+            b: 0.75,
+            title_weight: 3,
+            heading_weight: 2,
+            body_weight: 1,
+        }
+    }
+}
+
+impl AnalyzerConfig {
+    /// BM25's constants as scoring needs them: finite, k1 ≥ 0, b in 0..=1, the field weights
+    /// small (a NaN or infinite constant made every score `null`).
+    pub fn validate(&self) -> crate::error::Result<()> {
+        if self.version > ANALYZER_VERSION {
+            return Err(crate::error::Error::NewerAnalyzer {
+                found: self.version,
+                supported: ANALYZER_VERSION,
+            });
+        }
+        let ok = self.k1.is_finite()
+            && self.k1 >= 0.0
+            && self.k1 <= 100.0
+            && self.b.is_finite()
+            && (0.0..=1.0).contains(&self.b)
+            && [self.title_weight, self.heading_weight, self.body_weight]
+                .iter()
+                .all(|&w| w <= 1000);
+        // No float in the message: formatting one pulls float printing into the lexical wasm
+        // build (+7 KB brotli).
+        if ok {
+            Ok(())
+        } else {
+            Err(crate::error::Error::Corrupt(
+                "analyzer constants (BM25 k1, b, field weights) out of range".into(),
+            ))
+        }
+    }
+}
+
+/// Whether `c` is a Unicode format character (general category Cf, Unicode 15.1): bidi
+/// controls, zero-width spaces and joiners, the soft hyphen, the byte order mark, tags. They
+/// change how text around them displays without showing themselves.
+pub fn is_format_char(c: char) -> bool {
+    matches!(
+        c,
+        '\u{AD}'
+            | '\u{600}'..='\u{605}'
+            | '\u{61C}'
+            | '\u{6DD}'
+            | '\u{70F}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
+}
 
 #[cfg(test)]
 mod tests {

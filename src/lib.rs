@@ -6,6 +6,7 @@
 pub mod analyze;
 pub mod bundle;
 pub mod embed;
+mod encoding;
 pub mod error;
 pub mod index;
 pub mod search;

@@ -83,17 +83,15 @@ impl WasmEngine {
     #[wasm_bindgen(constructor)]
     pub fn new(bundle: &[u8]) -> Result<WasmEngine, JsValue> {
         #[cfg(feature = "host-inflate")]
-        crate::bundle::deflated::take_host_inflater_missing();
+        crate::encoding::take_host_inflater_missing();
         let engine = Engine::lexical(bundle);
         // The lexical package inflates through its host: without one, a whole bundle is not
         // corrupt, the host is incomplete.
         #[cfg(feature = "host-inflate")]
-        let engine = engine.map_err(
-            |e| match crate::bundle::deflated::take_host_inflater_missing() {
-                true => Error::Internal(NO_HOST_INFLATER.into()),
-                false => e,
-            },
-        );
+        let engine = engine.map_err(|e| match crate::encoding::take_host_inflater_missing() {
+            true => Error::Internal(NO_HOST_INFLATER.into()),
+            false => e,
+        });
         engine.map(|inner| WasmEngine { inner }).map_err(error_js)
     }
 

@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use docloupe::bundle::split::{split, split_with, ShardSizes, CORE_FILE};
-use docloupe::search::expand::correction_shards;
+use docloupe::index::spelling::correction_shards;
 use docloupe::{Engine, EngineOptions, Error, ErrorCode, ErrorResponse, SearchRequest};
 
 type Files = BTreeMap<String, Vec<u8>>;
@@ -323,7 +323,7 @@ fn a_misspelt_query_spells_its_suggestion_from_the_vocabulary_alone() {
             split.add(name, file).unwrap();
         }
     }
-    let forms = docloupe::search::suggest::surface_forms(&whole).unwrap();
+    let forms = docloupe::bundle::split::surface_forms(&whole).unwrap();
     let mut filed = 0;
     for i in 0..n {
         let shard = split.vocabulary(i).unwrap();

@@ -8,12 +8,12 @@ use std::collections::HashMap;
 
 use anyhow::{bail, Context, Result};
 use docloupe::analyze::Language;
-use docloupe::bundle::{Citation, PackedDocs, TextReader, TextSection};
+use docloupe::bundle::{
+    embedding_input, BuildOptions, BundleBuilder, Citation, Embedding, PackedDocs, SourceChunk,
+    SourceDocument, TextReader, TextSection,
+};
 use docloupe::embed::{Embedder, ModelFiles, ModelInfo};
 use docloupe::index::vector::Vectors;
-use docloupe::index::{
-    embedding_input, BuildOptions, BundleBuilder, Embedding, SourceChunk, SourceDocument,
-};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;

@@ -5,8 +5,8 @@
 //! boundaries. Consecutive chunks of one section overlap by the previous chunk's last block
 //! when that block is short, so a sentence at a boundary is findable from both sides.
 
+use docloupe::bundle::embedding_input;
 use docloupe::bundle::PageSpan;
-use docloupe::index::embedding_input;
 
 use crate::ingest::{Block, Section};
 

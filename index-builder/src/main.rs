@@ -144,7 +144,7 @@ struct BuildArgs {
     #[arg(long, value_enum, default_value_t = LangArg::Auto)]
     lang: LangArg,
     /// Vectors get compact first-pass codes from this many chunks on (below: exact scan).
-    #[arg(long, default_value_t = docloupe::index::COMPACT_THRESHOLD, hide = true)]
+    #[arg(long, default_value_t = docloupe::bundle::COMPACT_THRESHOLD, hide = true)]
     compact_threshold: usize,
     /// Keep the vectors at int8 instead of 4 bits (for quality comparisons).
     #[arg(long, hide = true, conflicts_with = "incremental")]
@@ -412,7 +412,7 @@ fn convert_one(path: &std::path::Path, model: Option<&str>, limits: isolate::Lim
             "lineEnd": ch.line_end,
             "pageStart": ch.page_span.map(|p| p.start),
             "pageEnd": ch.page_span.map(|p| p.end),
-            "tokens": counter.count(&docloupe::index::embedding_input(&ch.section_path, &ch.text)),
+            "tokens": counter.count(&docloupe::bundle::embedding_input(&ch.section_path, &ch.text)),
             "text": ch.text,
         })).collect::<Vec<_>>(),
         "tokenCounts": if embedder.is_some() { "model" } else { "estimate" },

@@ -1,6 +1,6 @@
 //! Raw DEFLATE inflation, exact to a recorded length: the one inflater every docloupe build
 //! uses. Natively and in the full and portable wasm builds it is linked into the engine
-//! (`docloupe::bundle::deflated`). The lexical wasm build, sized for first paint, leaves it out
+//! (`docloupe`'s `encoding/deflate.rs`). The lexical wasm build, sized for first paint, leaves it out
 //! and calls this crate built on its own (`www/pkg/inflate/inflate.wasm`, 8 KB brotli), which
 //! its host loads only for a whole bundle (a split bundle's files are never deflated): the
 //! exports below are that module's interface.

@@ -3,13 +3,12 @@
 
 use std::borrow::Cow;
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::deflated;
 use super::model::*;
 use super::packed::{budget_for, check, unpack, DocsIn, DocsOut, PackedDocs, Packing};
 use super::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
+use crate::encoding::{self, decode_exact, to_bytes};
 use crate::error::{Error, Result};
 use crate::index::lexical::LexicalIndex;
 use crate::index::vector::VectorIndex;
@@ -17,10 +16,6 @@ use crate::index::vector::VectorIndex;
 pub const MAGIC: &[u8; 8] = b"DOCLOUPE";
 /// Where the header bytes begin (magic + version + length + sha256).
 pub const HEADER_START: usize = 8 + 4 + 4 + 32;
-
-pub(super) fn to_bytes<T: Serialize + ?Sized>(value: &T, what: &str) -> Result<Vec<u8>> {
-    postcard::to_allocvec(value).map_err(|e| Error::Encode(format!("{what}: {e}")))
-}
 
 /// Serializes a bundle. The section table in `bundle.header` is rewritten to match the
 /// sections actually written.
@@ -77,38 +72,6 @@ pub fn encode_pieces(bundle: &Bundle) -> Result<Encoded> {
     assemble(&bundle.header, docs?, lexical?, text?, vectors?)
 }
 
-/// A section's bytes built in pieces, written one after another: postcard values into a
-/// run of small bytes, and large byte strings moved in as pieces of their own (postcard
-/// writes a byte string as its length, then the bytes).
-#[derive(Debug, Default)]
-pub struct Pieces {
-    pieces: Vec<Vec<u8>>,
-    small: Vec<u8>,
-}
-
-impl Pieces {
-    /// Appends `value` as postcard writes it.
-    pub(crate) fn put<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.small = postcard::to_extend(value, std::mem::take(&mut self.small))
-            .map_err(|e| Error::Encode(e.to_string()))?;
-        Ok(())
-    }
-
-    /// Appends `bytes` as postcard writes a byte string, without copying them.
-    pub(crate) fn put_bytes(&mut self, bytes: Vec<u8>) -> Result<()> {
-        self.put(&bytes.len())?;
-        self.pieces.push(std::mem::take(&mut self.small));
-        self.pieces.push(bytes);
-        Ok(())
-    }
-
-    pub(crate) fn finish(mut self) -> Vec<Vec<u8>> {
-        self.pieces.push(self.small);
-        self.pieces.retain(|p| !p.is_empty());
-        self.pieces
-    }
-}
-
 /// The `docs` section of `documents` and their `chunks` chunks, written by
 /// [`super::packed::append`] as they came (the builder's), in pieces.
 pub(crate) fn docs_section_packed(
@@ -118,7 +81,7 @@ pub(crate) fn docs_section_packed(
 ) -> Result<Vec<Vec<u8>>> {
     // `DocsOut` as postcard writes it: the documents, the chunk count, the chunks.
     let head = to_bytes(&(documents, chunks), "docs")?;
-    deflated::wrap_pieces(&[&head, packed], "docs")
+    encoding::wrap_pieces(&[&head, packed], "docs")
 }
 
 fn docs_section(docs: &DocsSection) -> Result<Vec<u8>> {
@@ -133,11 +96,11 @@ fn docs_section(docs: &DocsSection) -> Result<Vec<u8>> {
         },
         "docs",
     )?;
-    deflated::wrap(&raw, "docs")
+    encoding::wrap(&raw, "docs")
 }
 
 pub(crate) fn lexical_section(lexical: &LexicalIndex) -> Result<Vec<u8>> {
-    deflated::wrap(&to_bytes(lexical, "lexical")?, "lexical")
+    encoding::wrap(&to_bytes(lexical, "lexical")?, "lexical")
 }
 
 fn vectors_section(vectors: &VectorIndex) -> Result<Vec<u8>> {
@@ -321,20 +284,6 @@ fn version_of(bytes: &[u8]) -> u32 {
     u32::from_le_bytes(bytes[8..12].try_into().expect("12 bytes"))
 }
 
-/// Postcard-decodes all of `bytes` (trailing bytes are corruption too). `T` may borrow from
-/// them.
-pub(crate) fn decode_exact<'de, T: Deserialize<'de>>(bytes: &'de [u8], what: &str) -> Result<T> {
-    let (value, rest) =
-        postcard::take_from_bytes(bytes).map_err(|e| Error::Corrupt(format!("{what}: {e}")))?;
-    if !rest.is_empty() {
-        return Err(Error::Corrupt(format!(
-            "{what}: {} trailing bytes",
-            rest.len()
-        )));
-    }
-    Ok(value)
-}
-
 /// Decodes and validates a whole bundle.
 pub fn decode(bytes: &[u8]) -> Result<Bundle> {
     decode_with(bytes, true)
@@ -389,7 +338,7 @@ pub fn packed_docs(bytes: &[u8]) -> Result<Option<PackedDocs>> {
         return Ok(None);
     }
     let raw = if version >= 8 {
-        deflated::unwrap(section, "docs")?
+        encoding::unwrap(section, "docs")?
     } else {
         section.to_vec()
     };
@@ -465,7 +414,7 @@ pub(super) fn decode_sections<'a>(
     // and decoded on two cores.
     let inflated = |raw: Cow<'a, [u8]>, kind: SectionKind| -> Result<Cow<'a, [u8]>> {
         Ok(if version >= 8 {
-            Cow::Owned(deflated::unwrap(&raw, kind.name())?)
+            Cow::Owned(encoding::unwrap(&raw, kind.name())?)
         } else {
             raw
         })

@@ -15,12 +15,12 @@
 //! `docs` (document + chunk metadata), `lexical` (term dictionary + postings), `text`
 //! (chunk text for snippets and context) and `vectors` (4-bit vectors, or int8 before format
 //! 6; scanned exactly or through compact codes, or an HNSW graph before format 4). From
-//! format 8 every section is deflated (`deflated.rs`): `docs` and `lexical` whole, `text`
+//! format 8 every section is deflated (`encoding/deflate.rs`): `docs` and `lexical` whole, `text`
 //! and `vectors` in blocks.
 //! Nothing in a bundle depends on time, hash-map order or thread scheduling: the same
 //! input gives the same bytes.
 
-pub(crate) mod deflated;
+mod builder;
 #[cfg(not(target_arch = "wasm32"))]
 mod file;
 mod format;
@@ -32,11 +32,13 @@ mod path;
 pub mod split;
 mod text;
 
+pub use builder::{
+    build_bundle, chunk_id, embedding_input, BuildOptions, BundleBuilder, Embedding, SourceChunk,
+    SourceDocument, COMPACT_THRESHOLD,
+};
 #[cfg(not(target_arch = "wasm32"))]
 pub use file::BundleFile;
-pub(crate) use format::{
-    assemble_pieces, decode_exact, docs_section_packed, lexical_section, Pieces,
-};
+pub(crate) use format::{assemble_pieces, docs_section_packed, lexical_section};
 pub use format::{
     check_vectors, decode, decode_header, decode_lexical, decode_text, decode_vectors, encode,
     encode_pieces, packed_docs, section_bytes, Encoded, HEADER_START, MAGIC,
@@ -54,7 +56,7 @@ pub use path::{document_path_problem, is_bidi_control, is_format_char, url_schem
 /// written once per change). 6: vectors in the 4-bit form, two values a byte
 /// ([`crate::index::vector::QVec::to_4bit`]). 7: chunk texts deflated in blocks, inflated
 /// as they are read (`text.rs`). 8: the `docs` and `lexical` sections deflated whole
-/// (`deflated.rs`), the vectors deflated in blocks of rows with their compact codes computed
+/// (`encoding/deflate.rs`), the vectors deflated in blocks of rows with their compact codes computed
 /// when read ([`crate::index::vector`]). 9: documents say where their dates come from
 /// ([`DateSource`]).
 pub const FORMAT_VERSION: u32 = 9;

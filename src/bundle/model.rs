@@ -26,62 +26,7 @@ pub struct Header {
     pub sections: Vec<SectionEntry>,
 }
 
-/// Everything that decides which terms a text turns into and how they are scored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AnalyzerConfig {
-    pub version: u32,
-    pub k1: f32,
-    pub b: f32,
-    /// Term-frequency weight of a word in the document title.
-    pub title_weight: u32,
-    /// ... in a heading on the chunk's section path (or the front-matter description).
-    pub heading_weight: u32,
-    /// ... in the chunk's body text.
-    pub body_weight: u32,
-}
-
-impl Default for AnalyzerConfig {
-    fn default() -> Self {
-        AnalyzerConfig {
-            version: crate::analyze::ANALYZER_VERSION,
-            k1: 1.2,
-            b: 0.75,
-            title_weight: 3,
-            heading_weight: 2,
-            body_weight: 1,
-        }
-    }
-}
-
-impl AnalyzerConfig {
-    /// BM25's constants as scoring needs them: finite, k1 ≥ 0, b in 0..=1, the field weights
-    /// small (a NaN or infinite constant made every score `null`).
-    pub fn validate(&self) -> crate::error::Result<()> {
-        if self.version > crate::analyze::ANALYZER_VERSION {
-            return Err(crate::error::Error::NewerAnalyzer {
-                found: self.version,
-                supported: crate::analyze::ANALYZER_VERSION,
-            });
-        }
-        let ok = self.k1.is_finite()
-            && self.k1 >= 0.0
-            && self.k1 <= 100.0
-            && self.b.is_finite()
-            && (0.0..=1.0).contains(&self.b)
-            && [self.title_weight, self.heading_weight, self.body_weight]
-                .iter()
-                .all(|&w| w <= 1000);
-        // No float in the message: formatting one pulls float printing into the lexical wasm
-        // build (+7 KB brotli).
-        if ok {
-            Ok(())
-        } else {
-            Err(crate::error::Error::Corrupt(
-                "analyzer constants (BM25 k1, b, field weights) out of range".into(),
-            ))
-        }
-    }
-}
+pub use crate::analyze::AnalyzerConfig;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Counts {

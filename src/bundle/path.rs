@@ -37,35 +37,7 @@ pub fn document_path_problem(path: &str) -> Option<&'static str> {
     None
 }
 
-/// Whether `c` is a Unicode format character (general category Cf, Unicode 15.1): bidi
-/// controls, zero-width spaces and joiners, the soft hyphen, the byte order mark, tags. They
-/// change how text around them displays without showing themselves.
-pub fn is_format_char(c: char) -> bool {
-    matches!(
-        c,
-        '\u{AD}'
-            | '\u{600}'..='\u{605}'
-            | '\u{61C}'
-            | '\u{6DD}'
-            | '\u{70F}'
-            | '\u{890}'..='\u{891}'
-            | '\u{8E2}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206F}'
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}'
-            | '\u{110BD}'
-            | '\u{110CD}'
-            | '\u{13430}'..='\u{1343F}'
-            | '\u{1BCA0}'..='\u{1BCA3}'
-            | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0001}'
-            | '\u{E0020}'..='\u{E007F}'
-    )
-}
+pub use crate::analyze::is_format_char;
 
 /// Whether `c` reorders the text around it (the bidi embeddings, overrides, isolates and
 /// marks): what makes `abc\u{202E}txt.exe` read as `abcexe.txt`.

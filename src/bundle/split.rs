@@ -26,16 +26,21 @@
 //! answering wrongly. The split is a pure function of the bundle's bytes: same bundle, same
 //! files. Answers from a split bundle are byte-identical to the whole bundle's.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::format::{check_prefix, decode_exact, to_bytes};
+use super::format::check_prefix;
 use super::model::{Bundle, ChunkMeta, Document, FacetTable, Header, SectionKind, TextReader};
 use super::packed::{budget_for, pack, unpack, PackedChunk};
+use crate::encoding::{decode_exact, to_bytes};
 use crate::error::{Error, Result};
 use crate::index::lexical::{self, Varints};
-use crate::search::expand::{correction_keys, correction_shard, correction_shards};
-use crate::search::suggest::SURFACE_FORMS;
+use crate::index::spelling::{
+    correction_keys, correction_shard, correction_shards, count_words, most_frequent,
+    SURFACE_FORMS, SURFACE_SAMPLE,
+};
 
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
@@ -269,16 +274,16 @@ struct FragShardIn {
 }
 
 /// One vocabulary shard: the terms filed under a correction key of its number
-/// ([`crate::search::expand::correction_keys`]), in term order.
+/// ([`crate::index::spelling::correction_keys`]), in term order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Vocabulary {
     pub terms: Vec<String>,
     pub dfs: Vec<u32>,
     /// How many surface forms each term has in `surfaces` (at most
-    /// [`crate::search::suggest::SURFACE_FORMS`]).
+    /// [`crate::index::spelling::SURFACE_FORMS`]).
     pub forms: Vec<u8>,
     /// The terms' surface forms, the words suggestions write for them
-    /// ([`crate::search::suggest::surface_forms`]), term after term (`forms` says how many
+    /// ([`surface_forms`]), term after term (`forms` says how many
     /// each), the most frequent first; each as the number of the term's leading bytes it keeps
     /// and the rest (`configur` → `configuration`: 8, `ation`). Without them a misspelt first
     /// query fetched the chunks they are read from.
@@ -304,6 +309,44 @@ impl Vocabulary {
 }
 
 /// `surface` as [`Vocabulary::surfaces`] stores it against `term`.
+/// Every term's surface forms, in term order, as the query side's `suggest::surfaces` finds them over a whole bundle
+/// (none where no word of its sampled chunks makes the term). One pass over the chunks: a
+/// chunk is read for the terms whose first [`SURFACE_SAMPLE`] postings hold it.
+pub fn surface_forms(bundle: &crate::bundle::Bundle) -> crate::error::Result<Vec<Vec<String>>> {
+    let lexical = &bundle.lexical;
+    let analyzer = crate::analyze::Analyzer::for_version(bundle.header.analyzer.version);
+    // Per chunk, the terms it is sampled for.
+    let mut sampled: Vec<Vec<u32>> = vec![Vec::new(); bundle.docs.chunks.len()];
+    for (term, postings) in lexical.postings.iter().enumerate() {
+        for (c, _) in postings.iter().take(SURFACE_SAMPLE) {
+            if let Some(list) = sampled.get_mut(c as usize) {
+                list.push(term as u32);
+            }
+        }
+    }
+    let mut counts: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); lexical.terms.len()];
+    // In chunk order, each text block inflated once and not kept.
+    let mut text = TextReader::new(&bundle.text);
+    for (c, terms) in sampled.iter().enumerate().filter(|(_, t)| !t.is_empty()) {
+        let meta = &bundle.docs.chunks[c];
+        let Some(doc) = bundle.docs.documents.get(meta.doc as usize) else {
+            continue;
+        };
+        let id = |term: &str| {
+            lexical
+                .term_id(term)
+                .filter(|i| terms.contains(&(*i as u32)))
+        };
+        count_words(
+            &analyzer,
+            &[text.get(c)?, &doc.title, &meta.section_path.join(" ")],
+            id,
+            |i, word| *counts[i].entry(word).or_default() += 1,
+        );
+    }
+    Ok(counts.into_iter().map(most_frequent).collect())
+}
+
 fn surface_entry(term: &str, surface: &str) -> (u8, String) {
     let mut keep = term
         .char_indices()
@@ -475,7 +518,7 @@ pub fn split_into(
         .len()
         .div_ceil(sizes.vocabulary.max(1))
         .clamp(1, MAX_VOCAB_SHARDS as usize) as u32;
-    let surfaces = crate::search::suggest::surface_forms(bundle)?;
+    let surfaces = surface_forms(bundle)?;
     let mut vocabulary: Vec<Vocabulary> = (0..vocab_shards)
         .map(|_| Vocabulary {
             terms: Vec::new(),

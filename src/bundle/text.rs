@@ -8,7 +8,7 @@
 //! On en-large-cpp-docs (120,698 chunks) the section goes from 32.8 MB to 9.3 MB.
 //!
 //! A crafted block cannot cost unbounded memory: each block records how many bytes it
-//! inflates to, at most [`deflated::MAX_RATIO`] times its own length, and inflating stops at
+//! inflates to, at most [`encoding::MAX_RATIO`] times its own length, and inflating stops at
 //! that count. A block that does not inflate to exactly its texts is `Corrupt`, reported by
 //! the read that hit it.
 
@@ -17,8 +17,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::deflated;
-use super::format::decode_exact;
+use crate::encoding::{self, decode_exact};
 use crate::error::{Error, Result};
 
 /// A block is closed once its texts come to this many bytes (the last text may pass it).
@@ -56,7 +55,7 @@ struct Block {
     /// The length of the postcard-encoded texts it inflates to.
     raw: u32,
     /// Raw DEFLATE of the postcard-encoded `Vec<String>` of its texts.
-    deflated: deflated::Bytes,
+    deflated: encoding::Bytes,
 }
 
 /// Format 7's `text` section as written.
@@ -139,7 +138,7 @@ impl TextSection {
                 &made
             }
         };
-        super::format::to_bytes(&BlocksOut { blocks }, "text")
+        encoding::to_bytes(&BlocksOut { blocks }, "text")
     }
 
     /// Reads a `text` section of format `version`. Format 7's blocks are checked for shape
@@ -157,7 +156,7 @@ impl TextSection {
         let mut starts = Vec::with_capacity(blocks.len() + 1);
         let mut next = 0u32;
         for (k, b) in blocks.iter().enumerate() {
-            let fits = deflated::within_ratio(b.raw as u64, &b.deflated);
+            let fits = encoding::within_ratio(b.raw as u64, &b.deflated);
             if b.texts == 0 || !fits {
                 return Err(Error::Corrupt(format!(
                     "text block {k}: {} texts in {} bytes said to inflate to {}",
@@ -310,7 +309,7 @@ impl TextBlocks {
             self.closed.push(last);
         }
         self.deflate_closed()?;
-        let count = super::format::to_bytes(&self.blocks, "text")?;
+        let count = encoding::to_bytes(&self.blocks, "text")?;
         Ok(vec![count, self.written])
     }
 
@@ -346,20 +345,20 @@ fn deflate_runs(runs: Vec<&[String]>) -> Result<Vec<Block>> {
     runs.into_iter().map(deflate).collect()
 }
 
-/// One block: `texts` deflated (`deflated.rs`).
+/// One block: `texts` deflated (`encoding/deflate.rs`).
 fn deflate(texts: &[String]) -> Result<Block> {
-    let raw = super::format::to_bytes(texts, "text block")?;
+    let raw = encoding::to_bytes(texts, "text block")?;
     Ok(Block {
         texts: texts.len() as u32,
         raw: u32::try_from(raw.len())
             .map_err(|_| Error::Encode("a text block over 4 GiB".into()))?,
-        deflated: deflated::Bytes(deflated::deflate(&raw)),
+        deflated: encoding::Bytes(encoding::deflate(&raw)),
     })
 }
 
 /// A block's texts, or `Err` when it does not inflate to exactly them.
 fn inflate(block: &Block) -> std::result::Result<Vec<String>, ()> {
-    let raw = deflated::inflate(&block.deflated, block.raw as usize).ok_or(())?;
+    let raw = encoding::inflate(&block.deflated, block.raw as usize).ok_or(())?;
     match postcard::take_from_bytes::<Vec<String>>(&raw) {
         Ok((texts, [])) if texts.len() == block.texts as usize => Ok(texts),
         _ => Err(()),
@@ -459,11 +458,11 @@ mod tests {
         let block = |texts, raw, deflated: Vec<u8>| Block {
             texts,
             raw,
-            deflated: deflated::Bytes(deflated),
+            deflated: encoding::Bytes(deflated),
         };
         let good = make_blocks(&texts(3)).unwrap().remove(0);
         let write =
-            |blocks: &[Block]| super::super::format::to_bytes(&BlocksOut { blocks }, "t").unwrap();
+            |blocks: &[Block]| crate::encoding::to_bytes(&BlocksOut { blocks }, "t").unwrap();
         // Shape: no empty block, no block said to inflate past the ratio.
         for bad in [
             block(0, good.raw, good.deflated.0.clone()),
@@ -493,7 +492,7 @@ mod tests {
             ));
         }
         // Formats before 7: plain strings.
-        let plain = super::super::format::to_bytes(&PlainOut { texts: texts(2) }, "t").unwrap();
+        let plain = crate::encoding::to_bytes(&PlainOut { texts: texts(2) }, "t").unwrap();
         assert_eq!(
             TextSection::decode(&plain, 6).unwrap().all().unwrap(),
             texts(2)

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::AnalyzerConfig;
+use crate::analyze::AnalyzerConfig;
 use crate::error::{Error, Result};
 
 /// Term dictionary and postings. `terms` is sorted and unique; `postings[i]` belongs to
@@ -776,8 +776,8 @@ mod tests {
     }
 
     /// BM25's usual k1 and b, every field weighing 1.
-    fn unweighted() -> crate::bundle::AnalyzerConfig {
-        crate::bundle::AnalyzerConfig {
+    fn unweighted() -> crate::analyze::AnalyzerConfig {
+        crate::analyze::AnalyzerConfig {
             version: 1,
             k1: 1.2,
             b: 0.75,
@@ -793,7 +793,7 @@ mod tests {
     fn a_chunk_scores_the_sum_of_each_words_best_term() {
         let cfg = unweighted();
         let n = 200;
-        let one = |cfg: &crate::bundle::AnalyzerConfig, df: usize, w: f32, tf: u32| {
+        let one = |cfg: &crate::analyze::AnalyzerConfig, df: usize, w: f32, tf: u32| {
             let idf = w * bm25_idf(n, df);
             let tf = tf as f32;
             idf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1)

@@ -13,8 +13,8 @@ use instant_distance::{Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
 use serde_big_array::BigArray;
 
-use crate::bundle::deflated::Bytes;
-use crate::bundle::Pieces;
+use crate::encoding::Bytes;
+use crate::encoding::Pieces;
 use crate::error::{Error, Result};
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -350,7 +350,7 @@ struct Rows {
 #[derive(Serialize, Deserialize)]
 struct RowBlock {
     rows: u32,
-    /// Raw DEFLATE of `rows × width` bytes, column by column (`bundle/deflated.rs`).
+    /// Raw DEFLATE of `rows × width` bytes, column by column (`encoding/deflate.rs`).
     deflated: Bytes,
 }
 
@@ -399,7 +399,7 @@ impl Rows {
             drop(rows);
             RowBlock {
                 rows: (end - start) as u32,
-                deflated: Bytes(crate::bundle::deflated::deflate(&columns)),
+                deflated: Bytes(crate::encoding::deflate(&columns)),
             }
         };
         let starts = (0..vectors.len()).step_by(ROWS_PER_BLOCK);
@@ -447,7 +447,7 @@ impl Rows {
         // Every block's rows must fit what its bytes can inflate to before anything is sized.
         for (k, block) in self.blocks.iter().enumerate() {
             let n = block.rows as u64;
-            if n == 0 || !crate::bundle::deflated::within_ratio(n * width as u64, &block.deflated) {
+            if n == 0 || !crate::encoding::within_ratio(n * width as u64, &block.deflated) {
                 return Err(format!("vector block {k} does not inflate to its {n} rows"));
             }
         }
@@ -489,7 +489,7 @@ impl Rows {
         // chunk below.
         let read = |(k, (block, chunks, scales, values)): (usize, BlockPart)| {
             let n = block.rows as usize;
-            let columns = crate::bundle::deflated::inflate(&block.deflated, n * width)
+            let columns = crate::encoding::inflate(&block.deflated, n * width)
                 .ok_or_else(|| format!("vector block {k} does not inflate to its {n} rows"))?;
             let byte = |c: usize, r: usize| columns[c * n + r];
             let mut chunk = 0u32;
@@ -764,7 +764,7 @@ impl<'de> Deserialize<'de> for VectorIndex {
 /// Decodes a vectors section (all of `bytes`). Unlike postcard's own errors, which drop the
 /// message of a failed check, a section that decodes but does not add up says why.
 pub fn decode(bytes: &[u8]) -> Result<VectorIndex> {
-    let wire: Wire = crate::bundle::decode_exact(bytes, "vectors")?;
+    let wire: Wire = crate::encoding::decode_exact(bytes, "vectors")?;
     from_wire(wire).map_err(|m| Error::Corrupt(format!("vectors: {m}")))
 }
 

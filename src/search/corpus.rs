@@ -12,8 +12,8 @@ use crate::bundle::split::{ShardId, SplitBundle};
 use crate::bundle::{Bundle, ChunkMeta, Document, Header};
 use crate::error::{Error, Result};
 use crate::index::lexical::{self, QueryTerm};
+use crate::index::spelling::correction_shards;
 use crate::index::vector::VectorIndex;
-use crate::search::expand::correction_shards;
 
 /// The engine's data.
 #[derive(Debug)]

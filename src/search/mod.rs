@@ -7,6 +7,7 @@
 //! invalid input is rejected before any index is read.
 
 pub mod corpus;
+pub mod distance;
 pub mod documents;
 pub mod expand;
 pub mod filter;
@@ -780,7 +781,7 @@ impl Engine {
 /// What the cross-encoder reads for a chunk: its breadcrumb, then its text.
 #[cfg(feature = "vectors")]
 fn rerank_passage(corpus: &Corpus, chunk: u32) -> String {
-    crate::index::embedding_input(&corpus.chunk(chunk).section_path, corpus.text(chunk))
+    crate::bundle::embedding_input(&corpus.chunk(chunk).section_path, corpus.text(chunk))
 }
 
 /// The entries of `order` whose document is among the `limit` documents after the first

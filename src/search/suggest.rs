@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 
 use super::corpus::Corpus;
+use super::distance::Osa;
 use crate::analyze::{Analyzer, Token};
+use crate::index::spelling::{count_words, most_frequent, SURFACE_SAMPLE};
 
 pub const MAX_SUGGESTIONS: usize = 3;
 /// Close terms looked at per word, for its [`MAX_SUGGESTIONS`] replacements.
@@ -20,10 +22,6 @@ const CANDIDATES: usize = 12;
 const FEW_RESULTS: usize = 3;
 /// A replacement for a word that does occur must be this many times more frequent.
 const RARE_FACTOR: usize = 10;
-/// Chunks read to find a stem's surface forms.
-const SURFACE_SAMPLE: usize = 32;
-/// Surface forms kept per stem, the most frequent first.
-pub const SURFACE_FORMS: usize = 3;
 
 /// Query words looked up at most: each costs a pass over the vocabulary, so a long
 /// nonsense query (500 characters against 160k terms took seconds) costs what 4 words do.
@@ -156,179 +154,9 @@ fn nearest_form(forms: Vec<String>, typed: &str, typing: bool, osa: &mut Osa) ->
         .map(|(_, form)| form)
 }
 
-/// Calls `found(key, lowercase word)` for every word of `texts` whose term `key` takes (the
-/// word is only built for those).
-fn count_words<K>(
-    analyzer: &Analyzer,
-    texts: &[&str],
-    key: impl Fn(&str) -> Option<K>,
-    mut found: impl FnMut(K, String),
-) {
-    for text in texts {
-        let chars: Vec<char> = text.chars().collect();
-        for t in analyzer.tokens(text) {
-            if let Some(k) = key(&t.term) {
-                let word: String = chars[t.start..t.end].iter().collect();
-                found(k, word.to_lowercase());
-            }
-        }
-    }
-}
-
-/// The [`SURFACE_FORMS`] most frequent words, the most frequent first; ties go to the
-/// shorter, then alphabetical, word.
-fn most_frequent(counts: BTreeMap<String, usize>) -> Vec<String> {
-    let mut best = Vec::new();
-    for (word, n) in counts {
-        let key = (std::cmp::Reverse(n), word.chars().count(), word);
-        super::expand::keep_best(&mut best, key, SURFACE_FORMS);
-    }
-    best.into_iter().map(|(_, _, word)| word).collect()
-}
-
-/// Every term's surface forms, in term order, as [`surfaces`] finds them over a whole bundle
-/// (none where no word of its sampled chunks makes the term). One pass over the chunks: a
-/// chunk is read for the terms whose first [`SURFACE_SAMPLE`] postings hold it.
-pub fn surface_forms(bundle: &crate::bundle::Bundle) -> crate::error::Result<Vec<Vec<String>>> {
-    let lexical = &bundle.lexical;
-    let analyzer = Analyzer::for_version(bundle.header.analyzer.version);
-    // Per chunk, the terms it is sampled for.
-    let mut sampled: Vec<Vec<u32>> = vec![Vec::new(); bundle.docs.chunks.len()];
-    for (term, postings) in lexical.postings.iter().enumerate() {
-        for (c, _) in postings.iter().take(SURFACE_SAMPLE) {
-            if let Some(list) = sampled.get_mut(c as usize) {
-                list.push(term as u32);
-            }
-        }
-    }
-    let mut counts: Vec<BTreeMap<String, usize>> = vec![BTreeMap::new(); lexical.terms.len()];
-    // In chunk order, each text block inflated once and not kept.
-    let mut text = crate::bundle::TextReader::new(&bundle.text);
-    for (c, terms) in sampled.iter().enumerate().filter(|(_, t)| !t.is_empty()) {
-        let meta = &bundle.docs.chunks[c];
-        let Some(doc) = bundle.docs.documents.get(meta.doc as usize) else {
-            continue;
-        };
-        let id = |term: &str| {
-            lexical
-                .term_id(term)
-                .filter(|i| terms.contains(&(*i as u32)))
-        };
-        count_words(
-            &analyzer,
-            &[text.get(c)?, &doc.title, &meta.section_path.join(" ")],
-            id,
-            |i, word| *counts[i].entry(word).or_default() += 1,
-        );
-    }
-    Ok(counts.into_iter().map(most_frequent).collect())
-}
-
-/// Optimal string alignment distance (Levenshtein plus adjacent transpositions), or `None`
-/// when it exceeds `max`.
-pub fn osa_distance(a: &str, b: &str, max: usize) -> Option<usize> {
-    let a: Vec<char> = a.chars().collect();
-    Osa::default().distance(&a, b, max)
-}
-
-/// [`osa_distance`] with buffers kept between calls: comparing a word with a whole vocabulary
-/// allocates nothing per pair.
-#[derive(Debug, Default)]
-pub struct Osa {
-    b: Vec<char>,
-    /// The rows i − 2, i − 1 and i of the distance matrix.
-    rows: [Vec<usize>; 3],
-}
-
-impl Osa {
-    pub fn distance(&mut self, a: &[char], b: &str, max: usize) -> Option<usize> {
-        self.b.clear();
-        self.b.extend(b.chars());
-        osa(&mut self.rows, a, &self.b, max, 0).map(|(d, _)| d)
-    }
-
-    /// The distance from the word `stem` to `word` less up to `free_tail` of its last
-    /// characters (the least over those prefixes of `word`), or `None` when it exceeds `max`:
-    /// how far a typed word is from an index term that is a stem, e.g. `configuratin` is one
-    /// edit from `configur` + the tail `atin`.
-    pub fn distance_to_stem(
-        &mut self,
-        stem: &str,
-        word: &[char],
-        max: usize,
-        free_tail: usize,
-    ) -> Option<usize> {
-        self.stem_distance(stem, word, max, free_tail)
-            .map(|(d, _)| d)
-    }
-
-    /// [`Osa::distance_to_stem`], and whether leaving out some of the tail is what made it
-    /// (the whole `word` is farther).
-    pub fn stem_distance(
-        &mut self,
-        stem: &str,
-        word: &[char],
-        max: usize,
-        free_tail: usize,
-    ) -> Option<(usize, bool)> {
-        self.b.clear();
-        self.b.extend(stem.chars());
-        osa(&mut self.rows, &self.b, word, max, free_tail)
-    }
-}
-
-/// Optimal string alignment distance from `a` to the nearest of `b` and its prefixes that lack
-/// at most `free_tail` characters, and whether that is nearer than the whole `b`; `None` when
-/// over `max`.
-fn osa(
-    rows: &mut [Vec<usize>; 3],
-    a: &[char],
-    b: &[char],
-    max: usize,
-    free_tail: usize,
-) -> Option<(usize, bool)> {
-    if a.len() > b.len() + max || b.len() > a.len() + max + free_tail {
-        return None;
-    }
-    let w = b.len() + 1;
-    for row in rows.iter_mut() {
-        row.clear();
-        row.resize(w, 0);
-    }
-    let [two, one, cur] = rows;
-    for (j, cell) in one.iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        cur[0] = i;
-        let mut row_min = cur[0];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (one[j] + 1).min(cur[j - 1] + 1).min(one[j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(two[j - 2] + 1);
-            }
-            cur[j] = v;
-            row_min = row_min.min(v);
-        }
-        // Every later row's cells are at least this row's least.
-        if row_min > max {
-            return None;
-        }
-        std::mem::swap(two, one);
-        std::mem::swap(one, cur);
-    }
-    let dist = one[b.len().saturating_sub(free_tail)..]
-        .iter()
-        .copied()
-        .min()
-        .unwrap_or(usize::MAX);
-    (dist <= max).then_some((dist, dist < one[b.len()]))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{osa_distance, Osa};
+    use super::Osa;
 
     /// What a split bundle stores for each term is what a whole one reads from its chunks.
     #[test]
@@ -338,7 +166,7 @@ mod tests {
             "../../tests/fixtures/bundles/v4-coded.bundle"
         ))
         .unwrap();
-        let forms = super::surface_forms(&bundle).unwrap();
+        let forms = crate::bundle::split::surface_forms(&bundle).unwrap();
         let analyzer = crate::analyze::Analyzer::for_version(bundle.header.analyzer.version);
         let terms = bundle.lexical.terms.clone();
         let data = Data::Whole(bundle);
@@ -368,44 +196,5 @@ mod tests {
             super::nearest_form(Vec::new(), "handl", false, &mut osa),
             None
         );
-    }
-
-    #[test]
-    fn distances() {
-        assert_eq!(osa_distance("cahc", "cach", 2), Some(1));
-        assert_eq!(osa_distance("instal", "install", 2), Some(1));
-        assert_eq!(osa_distance("abc", "abc", 0), Some(0));
-        assert_eq!(osa_distance("kitten", "sitting", 2), None);
-        assert_eq!(osa_distance("kitten", "sitting", 3), Some(3));
-        assert_eq!(osa_distance("устоновка", "установка", 1), Some(1));
-        assert_eq!(osa_distance("ab", "ba", 1), Some(1));
-        assert_eq!(osa_distance("", "abc", 3), Some(3));
-        assert_eq!(osa_distance("abc", "", 2), None);
-    }
-
-    #[test]
-    fn a_typed_word_is_measured_against_a_stem_with_its_tail_free() {
-        let mut osa = Osa::default();
-        let w = |s: &str| s.chars().collect::<Vec<char>>();
-        // `configuration` is indexed as `configur`: a typo in the tail costs nothing more.
-        assert_eq!(
-            osa.distance_to_stem("configur", &w("configuratin"), 2, 4),
-            Some(0)
-        );
-        assert_eq!(
-            osa.distance_to_stem("configur", &w("confguratin"), 2, 4),
-            Some(1)
-        );
-        assert_eq!(
-            osa.distance_to_stem("configur", &w("configuratin"), 2, 3),
-            Some(1)
-        );
-        assert_eq!(osa.distance_to_stem("configur", &w("confi"), 2, 4), None);
-        assert_eq!(
-            osa.distance_to_stem("установк", &w("устоновка"), 1, 2),
-            Some(1)
-        );
-        // No tail: the plain distance.
-        assert_eq!(osa.distance_to_stem("cach", &w("cahc"), 2, 0), Some(1));
     }
 }

@@ -121,7 +121,7 @@ pub fn read(
             part: format!("vector cache {} header", path.display()),
         });
     }
-    let header: Header = crate::bundle::decode_exact(&header, "vector cache header")?;
+    let header: Header = crate::encoding::decode_exact(&header, "vector cache header")?;
     if &header.key != key {
         return Err(corrupt("holds the vectors of another bundle"));
     }

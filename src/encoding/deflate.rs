@@ -182,7 +182,7 @@ struct Wrapped<'a> {
 
 /// The section that holds `raw` deflated.
 pub(crate) fn wrap(raw: &[u8], what: &str) -> Result<Vec<u8>> {
-    super::format::to_bytes(
+    super::to_bytes(
         &Wrapped {
             len: raw.len() as u64,
             deflated: deflate(raw).into(),
@@ -196,13 +196,13 @@ pub(crate) fn wrap_pieces(pieces: &[&[u8]], what: &str) -> Result<Vec<Vec<u8>>> 
     let len: usize = pieces.iter().map(|p| p.len()).sum();
     let deflated = deflate_pieces(pieces);
     // `Wrapped` as postcard writes it: the two lengths, then the bytes.
-    let head = super::format::to_bytes(&(len as u64, deflated.len()), what)?;
+    let head = super::to_bytes(&(len as u64, deflated.len()), what)?;
     Ok(vec![head, deflated])
 }
 
 /// The bytes a [`wrap`]ped section holds, or `Corrupt` naming `what`.
 pub(crate) fn unwrap(section: &[u8], what: &str) -> Result<Vec<u8>> {
-    let w: Wrapped = super::format::decode_exact(section, what)?;
+    let w: Wrapped = super::decode_exact(section, what)?;
     usize::try_from(w.len)
         .ok()
         .and_then(|len| inflate(&w.deflated, len))
@@ -319,7 +319,7 @@ mod tests {
         let mut longer = good.clone();
         longer.push(0);
         assert!(inflate(&longer, raw.len()).is_none());
-        let bomb = crate::bundle::format::to_bytes(
+        let bomb = crate::encoding::to_bytes(
             &Wrapped {
                 len: u64::MAX,
                 deflated: good.as_slice().into(),
