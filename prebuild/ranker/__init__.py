@@ -1,0 +1,1 @@
+"""The learned second stage's trainer (`python -m prebuild.ranker.train`, `make ranker`)."""

@@ -1,0 +1,1 @@
+"""The project's cross-encoder reranker: mine, train, export, calibrate (build.sh, `make reranker`)."""
