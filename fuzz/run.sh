@@ -2,8 +2,10 @@
 # Runs cargo-fuzz targets for FUZZ_SECONDS each (make fuzz), or for FUZZ_RUNS executions each,
 # seeded from the test fixtures, and prints executions and findings per target. Corpora and
 # crashes live in $DOCLOUPE_CACHE/fuzz (never in the repository) and grow from run to run.
-# Needs the release binaries (a fixture bundle is built with them).
+# Needs the release binaries (a fixture bundle is built with them). Every run is added to
+# $DOCLOUPE_CACHE/fuzz/ledger.tsv, and the report ends with each target's executions in total.
 # Usage: FUZZ_SECONDS=600 bash fuzz/run.sh [target ...]; FUZZ_RUNS=10000000 bash fuzz/run.sh pdf
+# FUZZ_KEEP_SEEDS=1 reuses the seeds of an earlier run instead of writing them again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-600}
@@ -17,10 +19,11 @@ mkdir -p "$WORK/seeds"
 # and a file of each converted format from the tests' own writers.
 seeds="$WORK/seeds"
 mkdir -p "$seeds"/{bundle,request,markdown,pdf,docx,xlsx}
+export DOCLOUPE_FUZZ_BUNDLE="$seeds/bundle/fixtures-coded.bundle"
+if [ -z "${FUZZ_KEEP_SEEDS:-}" ] || [ ! -s "$DOCLOUPE_FUZZ_BUNDLE" ]; then
 cp tests/fixtures/bundles/*.bundle "$seeds/bundle/"
 target/release/index-builder build tests/fixtures/docs --out "$seeds/bundle/fixtures-fulltext.bundle" --no-embeddings --quiet >/dev/null
 target/release/index-builder build tests/fixtures/docs --out "$seeds/bundle/fixtures-coded.bundle" --compact-threshold 2 --quiet >/dev/null
-export DOCLOUPE_FUZZ_BUNDLE="$seeds/bundle/fixtures-coded.bundle"
 i=0
 while IFS= read -r line; do
   i=$((i + 1))
@@ -28,8 +31,12 @@ while IFS= read -r line; do
 done < tests/parity/requests.jsonl
 find tests/fixtures/docs tests/fixtures/site -name '*.md' -exec cp {} "$seeds/markdown/" \;
 DOCLOUPE_FUZZ_SEEDS="$seeds" cargo test --release --test hostile_inputs -- --ignored write_fuzz_seeds >/dev/null
+fi
 
 cd fuzz
+# One optimized build (the one `cargo fuzz build -O` makes); `run` without -O builds another.
+for t in "${targets[@]}"; do cargo +nightly fuzz build -O "$t"; done
+ledger="$WORK/ledger.tsv"
 report=()
 for t in "${targets[@]}"; do
   corpus="$WORK/corpus/$t"
@@ -45,13 +52,16 @@ for t in "${targets[@]}"; do
   if [ -n "${FUZZ_RUNS:-}" ]; then budget=(-runs="$FUZZ_RUNS"); else budget=(-max_total_time="$SECONDS_EACH"); fi
   started=$(date +%s)
   set +e
-  cargo +nightly fuzz run "$t" "$corpus" -- "${budget[@]}" "${extra[@]}" -rss_limit_mb=2048 \
+  cargo +nightly fuzz run -O "$t" "$corpus" -- "${budget[@]}" "${extra[@]}" -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -timeout=10 -artifact_prefix="$WORK/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   set -e
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   found=$(ls "$WORK/artifacts/$t" | wc -l)
   secs=$(( $(date +%s) - started ))
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$(git rev-parse --short HEAD)" "$t" "${execs:-0}" "$secs" "$rc" >>"$ledger"
   report+=("$t: ${execs:-?} executions in ${secs} s, exit $rc, $found findings in $WORK/artifacts/$t")
 done
 printf '%s\n' "${report[@]}"
+echo "executions in total (ledger $ledger):"
+awk -F'\t' '{ n[$3] += $4; s[$3] += $5 } END { for (t in n) printf "  %s: %d in %d s\n", t, n[t], s[t] }' "$ledger" | sort
