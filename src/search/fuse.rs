@@ -41,8 +41,10 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::corpus::Corpus;
+use super::request::Plan;
+use super::response::Facets;
 use super::retrieve::Retriever;
-use super::Mode;
+use super::{Engine, Mode};
 use crate::analyze::Analyzer;
 use crate::index::lexical::{QueryTerm, Scores};
 
@@ -498,7 +500,6 @@ impl<'a> DocWalk<'a> {
     }
 
     /// Inlined always (most chunks stay in the last document), the rest out of line.
-    #[inline(always)]
     fn doc(&mut self, corpus: &Corpus, chunk: u32) -> u32 {
         if self.span.contains(&chunk) {
             return self.doc;
@@ -527,7 +528,6 @@ impl<'a> DocWalk<'a> {
 /// its first chunk), as [`SplitBundle::doc_of`](crate::bundle::split::SplitBundle::doc_of)
 /// finds it. With `from`, a document starting at or before `chunk`, a gallop forward from
 /// there narrows the search to its last stride; else it is over them all.
-#[inline(always)]
 fn doc_in(firsts: &[u32], chunk: u32, from: Option<usize>) -> usize {
     let last = firsts.len() - 1;
     // firsts[lo] <= chunk < firsts[hi] (firsts[last] is the chunk count).
@@ -547,6 +547,86 @@ fn doc_in(firsts: &[u32], chunk: u32, from: Option<usize>) -> usize {
         None => (0, last),
     };
     lo + firsts[lo..hi].partition_point(|&f| f <= chunk) - 1
+}
+
+/// The fused ranking's head, and what the response counts of the whole ranking.
+pub struct Fused {
+    /// Best first: the documents of every page of the request, and of the second stage's
+    /// pool with the entry after it.
+    pub head: Vec<Hit>,
+    /// Chunks of the whole ranking after the per-document cap (the response's `total`).
+    pub total: usize,
+    pub facets: Facets,
+    /// Hybrid's BM25 scores, which the learned second stage reads (the lexical build has
+    /// neither).
+    #[cfg_attr(not(feature = "vectors"), allow(dead_code))]
+    pub bm25: Option<Scores>,
+}
+
+impl Engine {
+    /// Fuse: the retrievers' candidates for `terms` and `vector` as one ranking ([`rank`]),
+    /// its matches only ([`semantic_matches`]), cut after the documents the request's pages
+    /// and its second stage can reach ([`head`]), with the facets of every match.
+    pub(super) fn fuse(
+        &self,
+        retriever: &Retriever,
+        plan: &Plan,
+        terms: &[QueryTerm],
+        vector: Option<&[f32]>,
+        mode: Mode,
+    ) -> crate::error::Result<Fused> {
+        let corpus = retriever.corpus;
+        let pool = super::retrieve::pool_size(plan);
+        let fusion = self.options.fusion;
+        let (matches, bm25) = rank(retriever, &self.analyzer, terms, vector, mode, fusion, pool);
+        #[cfg(feature = "vectors")]
+        let matches = semantic_matches(matches, corpus.header(), self.options.match_floor);
+        let room = super::second_stage::head_room(plan.rerank, plan.candidate_limit);
+        let docs = plan.offset + plan.limit + room;
+        let ranking = head(corpus, &matches, plan.max_chunks_per_document, docs);
+        let facets = super::present::facets(corpus, &ranking.documents);
+        corpus.checkpoint()?;
+        Ok(Fused {
+            head: ranking.head,
+            total: ranking.total,
+            facets,
+            bm25,
+        })
+    }
+}
+
+/// What matches: a chunk holding a query word (or a close spelling of one), or, on the
+/// semantic side, one close enough by the model's match rule ([`crate::embed::match_rule`],
+/// or the host's `floor`). The rest of the nearest neighbours (in a small collection, all of
+/// it) is not an answer: it is neither returned nor counted in `total` and the facets.
+/// (Without vector search every answer is lexical, and so is every fulltext one.)
+#[cfg(feature = "vectors")]
+fn semantic_matches(
+    matches: Matches,
+    header: &crate::bundle::Header,
+    floor: Option<f32>,
+) -> Matches {
+    let Matches::Listed(mut hits) = matches else {
+        return matches;
+    };
+    let rule = match floor {
+        Some(floor) => crate::embed::MatchRule {
+            floor,
+            within_best: None,
+        },
+        None => header
+            .embedding
+            .as_ref()
+            .map(|m| crate::embed::match_rule(&m.id))
+            .unwrap_or_default(),
+    };
+    let best = hits.iter().map(|h| h.semantic).fold(0.0, f32::max);
+    let floor = match rule.within_best {
+        Some(d) => rule.floor.max(best - d),
+        None => rule.floor,
+    };
+    hits.retain(|h| h.lexical > 0.0 || h.semantic >= floor);
+    Matches::Listed(hits)
 }
 
 #[cfg(test)]

@@ -19,10 +19,9 @@ pub mod request;
 pub mod rerank;
 pub mod response;
 pub mod retrieve;
+mod second_stage;
 pub mod suggest;
 
-#[cfg(feature = "vectors")]
-use web_time::Duration;
 use web_time::Instant;
 
 use crate::analyze::Analyzer;
@@ -32,8 +31,6 @@ use crate::embed::ModelInfo;
 #[cfg(feature = "models")]
 use crate::embed::{Embedder, ModelFiles};
 use crate::error::{Error, Result};
-#[cfg(feature = "vectors")]
-use crate::index::lexical::QueryTerm;
 use corpus::{Corpus, Data};
 
 pub use fuse::Fusion;
@@ -456,297 +453,94 @@ impl Engine {
         self.run(req, Some(vector))
     }
 
+    /// One request through the stages of the contract, each a function of the module that
+    /// owns it: validate ([`request`]) → analyze → embed → retrieve ([`retrieve`], in the
+    /// scope of [`filter`]) → fuse ([`fuse`]) → second stage ([`second_stage`]) → present
+    /// ([`present`]) → suggest ([`suggest`]). Invalid input is refused before any index is
+    /// read.
     fn run(&self, req: &SearchRequest, given_vector: Option<Vec<f32>>) -> Result<SearchResponse> {
         let started = Instant::now();
         let mut timings = Timings::default();
         let plan = request::validate(req, self.options.max_limit)?;
         let corpus = Corpus::new(&self.data);
-        let header = corpus.header();
-        if let Some(p) = &plan.project_id {
-            if header.project_id.as_deref() != Some(p.as_str()) {
-                return Err(Error::ProjectNotFound {
-                    requested: p.clone(),
-                    available: header.project_id.clone(),
-                });
-            }
-        }
-
-        // Candidates.
+        request::check_project(&plan, corpus.header())?;
+        // Analyze: the query's words, and the mode that runs.
         let tokens = self.analyzer.query_tokens(&plan.query);
-        #[cfg(feature = "vectors")]
-        let terms: Vec<String> = tokens.iter().map(|t| t.term.clone()).collect();
-        // Without the models, and with the host's reason, semantic and hybrid degrade to the
-        // lexical ranking.
-        let lexical_fallback = self
-            .options
-            .lexical_fallback
-            .filter(|_| plan.mode != Mode::Fulltext && !self.has_embedder() && self.has_vectors());
-        let loading = lexical_fallback.is_some();
-        let mode = if loading { Mode::Fulltext } else { plan.mode };
-        let query_vector = match mode {
-            Mode::Fulltext => None,
-            _ if given_vector.is_some() && self.has_vectors() => given_vector,
-            mode => {
-                let t = Instant::now();
-                let v = self.embed_query(&plan.query, mode, plan.rerank)?;
-                timings.embed_ms = ms(t.elapsed());
-                Some(v)
-            }
+        let lexical_fallback = self.lexical_fallback(plan.mode);
+        let mode = match lexical_fallback {
+            Some(_) => Mode::Fulltext,
+            None => plan.mode,
         };
+        let query_vector = self.query_vector(&plan, mode, given_vector, &mut timings)?;
         let t = Instant::now();
         let mask = filter::DocMask::new(&corpus, &plan.scope);
-        // Typos through close terms, the word being typed through its completions, and the
-        // definitions of the abbreviations it writes.
-        let mut expanded = expand::expand(&corpus, &plan.query, &tokens);
-        expanded.extend(expand::definitions(&plan.query, &tokens));
-        // What highlights mark: the words matched, stand-ins included.
-        let matched: Vec<String> = expanded.iter().map(|t| t.term.clone()).collect();
-        if query_vector.is_some() {
-            // A split bundle's vector pieces come in the first round, with the postings.
-            corpus.vectors();
-        }
-        corpus.checkpoint()?;
-        let retriever = retrieve::Retriever {
-            corpus: &corpus,
-            positions: self.positions(),
-            mask: &mask,
-        };
-        // The pool depends on the page size, never on the page (`offset`): every page of a
-        // request is cut from the same ranking.
-        let page_results = match plan.by_document {
-            true => plan.limit * plan.max_chunks_per_document,
-            false => plan.limit,
-        };
-        let pool = retrieve::POOL_PER_SIDE.max(page_results * 2);
-        // Hybrid's lexical scores go on to the learned stage (the lexical build has neither).
-        #[cfg_attr(not(feature = "vectors"), allow(unused_variables))]
-        let (fused, lexical_scores) = fuse::rank(
-            &retriever,
-            &self.analyzer,
-            &expanded,
-            query_vector.as_deref(),
-            mode,
-            self.options.fusion,
-            pool,
-        );
-        // What matches: a chunk holding a query word (or a close spelling of one), or, on the
-        // semantic side, one close enough by the model's match rule. The rest of the nearest
-        // neighbours (in a small collection, all of it) is not an answer: it is neither
-        // returned nor counted in `total` and the facets.
-        // (Without vector search every answer is lexical, and so is every fulltext one.)
-        #[cfg(feature = "vectors")]
-        let fused = match fused {
-            fuse::Matches::Listed(mut hits) => {
-                let rule = match self.options.match_floor {
-                    Some(floor) => crate::embed::MatchRule {
-                        floor,
-                        within_best: None,
-                    },
-                    None => header
-                        .embedding
-                        .as_ref()
-                        .map(|m| crate::embed::match_rule(&m.id))
-                        .unwrap_or_default(),
-                };
-                let best = hits.iter().map(|h| h.semantic).fold(0.0, f32::max);
-                let floor = match rule.within_best {
-                    Some(d) => rule.floor.max(best - d),
-                    None => rule.floor,
-                };
-                hits.retain(|h| h.lexical > 0.0 || h.semantic >= floor);
-                fuse::Matches::Listed(hits)
-            }
-            lexical => lexical,
-        };
-        // Every page of this request, and the second stage's pool with the entry after it,
-        // lies within the ranking's first `head_docs` documents.
-        #[cfg(feature = "vectors")]
-        let pool_room = match plan.rerank {
-            true => plan.candidate_limit * (1 + rank::COPIES_PER_CANDIDATE) + 1,
-            false => 0,
-        };
-        #[cfg(not(feature = "vectors"))]
-        let pool_room = 0;
-        let head_docs = plan.offset + plan.limit + pool_room;
-        let ranking = fuse::head(&corpus, &fused, plan.max_chunks_per_document, head_docs);
-        let facets = present::facets(&corpus, &ranking.documents);
-        let capped = ranking.head;
-        corpus.checkpoint()?;
+        let words = retrieve::Words::of(&corpus, &plan.query, &tokens);
+        let vectors = query_vector.is_some();
+        let retriever = retrieve::Retriever::ready(&corpus, self.positions(), &mask, vectors)?;
+        let vector = query_vector.as_deref();
+        let fused = self.fuse(&retriever, &plan, &words.expanded, vector, mode)?;
         timings.retrieve_ms = ms(t.elapsed());
-        let total = ranking.total;
-
-        // Rerank, or fall back to the fused order. Only a hybrid answer reranks, and only vector
-        // search gives one: the lexical build (the edge's, the browser's first) leaves it out.
-        #[cfg_attr(not(feature = "vectors"), allow(unused_mut))]
-        let mut order: Vec<(usize, f32, Option<f32>)> = capped
-            .iter()
-            .enumerate()
-            .map(|(i, h)| (i, h.score, None))
-            .collect();
-        // Feature rows, by position in `capped`, when the host asked for them.
-        #[cfg_attr(not(feature = "vectors"), allow(unused_mut))]
-        let mut features: Vec<Vec<f32>> = Vec::new();
-        #[cfg_attr(not(feature = "vectors"), allow(unused_mut))]
-        let mut fallback: Option<rerank::Fallback> = None;
-        #[cfg(feature = "vectors")]
-        if plan.rerank && !loading {
-            let t = Instant::now();
-            // The learned stage scores copies of a page beside it (cheap features, no model
-            // run); the cross-encoder scores `candidateLimit` passages, copies or not.
-            let pool_len = match (&self.reranker, &self.ranker) {
-                (None, Some(_)) => rank::pool_len(&corpus, &capped, plan.candidate_limit),
-                _ => plan.candidate_limit.min(capped.len()),
-            };
-            let learned = match (&self.reranker, query_vector.as_deref()) {
-                (None, Some(qv)) => self.learned_stage(
-                    &retriever,
-                    &plan.query,
-                    (&terms, &expanded),
-                    (qv, lexical_scores.as_ref()),
-                    &capped[..pool_len],
-                    &mut features,
-                ),
-                _ => None,
-            };
-            let scored = match learned {
-                Some(probs) => Ok((probs, 1.0)),
-                None => {
-                    let passages: Vec<String> = capped[..pool_len]
-                        .iter()
-                        .map(|h| rerank_passage(&corpus, h.chunk))
-                        .collect();
-                    let budget = Duration::from_millis(self.options.rerank_budget_ms);
-                    let model = self.reranker.as_deref();
-                    rerank::score_all(model, &plan.query, &passages, budget).map(|probs| {
-                        let w = self
-                            .options
-                            .rerank_weight
-                            .or_else(|| model.and_then(|m| m.blend_weight()))
-                            .unwrap_or(1.0)
-                            .clamp(0.0, 1.0);
-                        (probs, w)
-                    })
-                }
-            };
-            match scored {
-                Ok((probs, w)) => {
-                    // The reranked pool comes first, ordered by the model (blended with the
-                    // fused score by `w`), and its score is that blend: the model's
-                    // probability of an answer when it decides alone. Candidates beyond the
-                    // pool keep their fused order below it, their fused scores scaled to stay
-                    // at or under the pool's lowest.
-                    for (entry, p) in order.iter_mut().zip(&probs) {
-                        entry.1 = w * p + (1.0 - w) * entry.1.clamp(0.0, 1.0);
-                        entry.2 = Some(*p);
-                    }
-                    order[..pool_len].sort_by(|a, b| {
-                        b.1.total_cmp(&a.1)
-                            .then(capped[a.0].chunk.cmp(&capped[b.0].chunk))
-                    });
-                    let lowest = order[..pool_len].last().map_or(1.0, |e| e.1);
-                    let highest_rest = order.get(pool_len).map_or(0.0, |e| e.1.clamp(0.0, 1.0));
-                    let scale = if highest_rest > lowest {
-                        lowest / highest_rest
-                    } else {
-                        1.0
-                    };
-                    for entry in order.iter_mut().skip(pool_len) {
-                        entry.1 = entry.1.clamp(0.0, 1.0) * scale;
-                    }
-                }
-                Err(why) => {
-                    if self.options.fallback_policy == FallbackPolicy::ErrorOnTotalFailure {
-                        return Err(Error::RerankUnavailable {
-                            reason: why.error_reason(),
-                            message: format!(
-                                "the rerank stage did not complete ({}) and the fallback policy is error_on_total_failure",
-                                why.reason()
-                            ),
-                        });
-                    }
-                    fallback = Some(why);
-                }
-            }
-            timings.rerank_ms = ms(t.elapsed());
-        }
-
-        let page = match plan.by_document {
-            false => order
-                .into_iter()
-                .skip(plan.offset)
-                .take(plan.limit)
-                .collect(),
-            true => documents_page(&corpus, &capped, order, plan.offset, plan.limit),
-        };
-        let results = page
-            .into_iter()
-            .map(|(i, score, rerank)| {
-                let mut r = present::result(
-                    &corpus,
-                    &self.analyzer,
-                    &matched,
-                    &capped[i],
-                    score,
-                    rerank,
-                    &plan,
-                );
-                r.ranking_signals.features = features.get_mut(i).map(std::mem::take);
-                r
-            })
-            .collect();
+        let rerank = plan.rerank && lexical_fallback.is_none();
+        let query = (&tokens[..], &words, vector);
+        let ordered = self.second_stage(&retriever, &plan, query, &fused, rerank, &mut timings)?;
+        let page = (ordered.order, ordered.features);
+        let results = present::page(
+            &corpus,
+            &self.analyzer,
+            &plan,
+            &words.matched,
+            &fused.head,
+            page,
+        );
         let suggestions =
-            suggest::suggestions(&corpus, &self.analyzer, &plan.query, &tokens, total);
+            suggest::suggestions(&corpus, &self.analyzer, &plan.query, &tokens, fused.total);
         corpus.checkpoint()?;
         timings.total_ms = ms(started.elapsed());
         Ok(SearchResponse {
             query: plan.query,
-            total,
-            // The strategy that ran: a lexical answer to a semantic or hybrid request is
-            // `bm25_docs_only` (flagged with the reason); a rerank stage that fell back keeps
-            // its name, flagged with its reason, as the contract's fallback has always said.
-            applied_strategy: strategy(mode, plan.rerank && !loading).to_owned(),
-            fallback_applied: loading || fallback.is_some(),
+            total: fused.total,
+            // A lexical answer to a semantic or hybrid request is `bm25_docs_only` (flagged
+            // with the reason); a second stage that fell back keeps its name, flagged.
+            applied_strategy: strategy(mode, rerank).to_owned(),
+            fallback_applied: lexical_fallback.is_some() || ordered.fallback.is_some(),
             degraded_reason: match lexical_fallback {
                 Some(f) => Some(f.reason().to_owned()),
-                None => fallback.map(|f| f.reason().to_owned()),
+                None => ordered.fallback.map(|f| f.reason().to_owned()),
             },
             results,
-            facets,
+            facets: fused.facets,
             suggestions,
             timings,
         })
     }
 
-    /// The learned second stage's probabilities for `pool` (`None` when there is none): the
-    /// model alone decides the order, and its logistic is the reported probability. With
-    /// `explain_features`, the pool's feature rows go into `features`.
-    #[cfg(feature = "vectors")]
-    fn learned_stage(
+    /// Without the models, and with the host's reason, semantic and hybrid requests degrade
+    /// to the lexical ranking.
+    fn lexical_fallback(&self, mode: Mode) -> Option<LexicalFallback> {
+        self.options
+            .lexical_fallback
+            .filter(|_| mode != Mode::Fulltext && !self.has_embedder() && self.has_vectors())
+    }
+
+    /// Embed: the query's vector for the `mode` that runs (none for fulltext; the host's own
+    /// when it gave one), the model's time in `timings.embed_ms`.
+    fn query_vector(
         &self,
-        retriever: &retrieve::Retriever,
-        query: &str,
-        (terms, expanded): (&[String], &[QueryTerm]),
-        (vector, bm25): (&[f32], Option<&crate::index::lexical::Scores>),
-        pool: &[fuse::Hit],
-        features: &mut Vec<Vec<f32>>,
-    ) -> Option<Vec<f32>> {
-        let model = self.ranker?;
-        let view = rank::QueryView {
-            text: query,
-            terms,
-            expanded,
-            vector,
-            bm25,
-        };
-        let rows = rank::features(retriever, &self.analyzer, &view, pool);
-        if self.options.explain_features {
-            *features = rows.iter().map(|r| r.to_vec()).collect();
+        plan: &request::Plan,
+        mode: Mode,
+        given: Option<Vec<f32>>,
+        timings: &mut Timings,
+    ) -> Result<Option<Vec<f32>>> {
+        match mode {
+            Mode::Fulltext => Ok(None),
+            _ if given.is_some() && self.has_vectors() => Ok(given),
+            mode => {
+                let t = Instant::now();
+                let v = self.embed_query(&plan.query, mode, plan.rerank)?;
+                timings.embed_ms = ms(t.elapsed());
+                Ok(Some(v))
+            }
         }
-        let mut logits: Vec<f32> = rows.iter().map(|r| model.score(r)).collect();
-        rank::order_within_documents(retriever.corpus, pool, &mut logits);
-        rank::titled_pages_first(retriever.corpus, query, pool, &mut logits);
-        rank::distinct_pages_first(retriever.corpus, pool, &mut logits);
-        Some(logits.into_iter().map(rerank::probability).collect())
     }
 
     fn embed_query(&self, query: &str, mode: Mode, rerank: bool) -> Result<Vec<f32>> {
@@ -776,37 +570,6 @@ impl Engine {
             "no embedding model is loaded; use mode \"fulltext\"".into(),
         ))
     }
-}
-
-/// What the cross-encoder reads for a chunk: its breadcrumb, then its text.
-#[cfg(feature = "vectors")]
-fn rerank_passage(corpus: &Corpus, chunk: u32) -> String {
-    crate::bundle::embedding_input(&corpus.chunk(chunk).section_path, corpus.text(chunk))
-}
-
-/// The entries of `order` whose document is among the `limit` documents after the first
-/// `offset` (documents ranked by their best entry).
-fn documents_page<T>(
-    corpus: &Corpus,
-    hits: &[fuse::Hit],
-    order: Vec<(usize, T, Option<f32>)>,
-    offset: usize,
-    limit: usize,
-) -> Vec<(usize, T, Option<f32>)> {
-    // Each document's rank, by the order of its best entry (0 = not seen yet).
-    let mut rank_of = vec![0u32; corpus.n_docs()];
-    let mut seen = 0u32;
-    order
-        .into_iter()
-        .filter(|(i, _, _)| {
-            let d = corpus.doc_of(hits[*i].chunk) as usize;
-            if rank_of[d] == 0 {
-                seen += 1;
-                rank_of[d] = seen;
-            }
-            (offset..offset + limit).contains(&(rank_of[d] as usize - 1))
-        })
-        .collect()
 }
 
 fn strategy(mode: Mode, rerank: bool) -> &'static str {

@@ -264,6 +264,63 @@ fn collapse_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// An entry of the final order: its position in the fused head, its score, and the second
+/// stage model's probability where one scored it.
+pub type Entry = (usize, f32, Option<f32>);
+
+/// Present: the request's page of `order` (entries by position in the fused `head`, with
+/// their scores and the model's probability), each made a result, with its feature row
+/// where the host asked for them.
+pub fn page(
+    corpus: &Corpus,
+    analyzer: &Analyzer,
+    plan: &Plan,
+    matched: &[String],
+    head: &[Hit],
+    (order, mut features): (Vec<Entry>, Vec<Vec<f32>>),
+) -> Vec<SearchResult> {
+    let page = match plan.by_document {
+        false => order
+            .into_iter()
+            .skip(plan.offset)
+            .take(plan.limit)
+            .collect(),
+        true => documents_page(corpus, head, order, plan.offset, plan.limit),
+    };
+    page.into_iter()
+        .map(|(i, score, rerank)| {
+            let mut r = result(corpus, analyzer, matched, &head[i], score, rerank, plan);
+            r.ranking_signals.features = features.get_mut(i).map(std::mem::take);
+            r
+        })
+        .collect()
+}
+
+/// The entries of `order` whose document is among the `limit` documents after the first
+/// `offset` (documents ranked by their best entry).
+fn documents_page<T>(
+    corpus: &Corpus,
+    hits: &[Hit],
+    order: Vec<(usize, T, Option<f32>)>,
+    offset: usize,
+    limit: usize,
+) -> Vec<(usize, T, Option<f32>)> {
+    // Each document's rank, by the order of its best entry (0 = not seen yet).
+    let mut rank_of = vec![0u32; corpus.n_docs()];
+    let mut seen = 0u32;
+    order
+        .into_iter()
+        .filter(|(i, _, _)| {
+            let d = corpus.doc_of(hits[*i].chunk) as usize;
+            if rank_of[d] == 0 {
+                seen += 1;
+                rank_of[d] = seen;
+            }
+            (offset..offset + limit).contains(&(rank_of[d] as usize - 1))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -481,6 +481,19 @@ fn workspace(ws: &str) -> Result<Option<String>> {
     Ok((!parts.is_empty()).then(|| parts.join("/")))
 }
 
+/// The project a request names must be the bundle's.
+pub fn check_project(plan: &Plan, header: &crate::bundle::Header) -> Result<()> {
+    match &plan.project_id {
+        Some(p) if header.project_id.as_deref() != Some(p.as_str()) => {
+            Err(Error::ProjectNotFound {
+                requested: p.clone(),
+                available: header.project_id.clone(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

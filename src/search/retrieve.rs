@@ -3,6 +3,9 @@
 
 use super::corpus::Corpus;
 use super::filter::DocMask;
+use super::request::Plan;
+use crate::analyze::Token;
+use crate::error::Result;
 use crate::index::lexical::{QueryTerm, Scores};
 use crate::index::vector::VectorIndex;
 
@@ -66,4 +69,52 @@ impl Retriever<'_> {
         let pos = *self.positions.get(chunk as usize)?;
         (pos != u32::MAX).then(|| vectors.dot_f32(pos, query))
     }
+}
+
+impl<'a> Retriever<'a> {
+    /// A retriever over `corpus` in `mask`'s scope, once a split bundle has the pieces it
+    /// reads: with `vectors`, its vector pieces come in the first round, with the postings.
+    pub fn ready(
+        corpus: &'a Corpus<'a>,
+        positions: &'a [u32],
+        mask: &'a DocMask,
+        vectors: bool,
+    ) -> Result<Retriever<'a>> {
+        if vectors {
+            corpus.vectors();
+        }
+        corpus.checkpoint()?;
+        Ok(Retriever {
+            corpus,
+            positions,
+            mask,
+        })
+    }
+}
+
+/// The query's words as the retrievers search them: typos through close terms, the word
+/// being typed through its completions, and the definitions of the abbreviations it writes
+/// ([`super::expand`]); and what highlights mark, the words matched, stand-ins included.
+pub struct Words {
+    pub expanded: Vec<QueryTerm>,
+    pub matched: Vec<String>,
+}
+
+impl Words {
+    pub fn of(corpus: &Corpus, query: &str, tokens: &[Token]) -> Words {
+        let mut expanded = super::expand::expand(corpus, query, tokens);
+        expanded.extend(super::expand::definitions(query, tokens));
+        let matched = expanded.iter().map(|t| t.term.clone()).collect();
+        Words { expanded, matched }
+    }
+}
+
+/// How many chunks each retriever hands to fusion for `plan`: it depends on the page size,
+/// never on the page (`offset`), so every page of a request is cut from the same ranking.
+pub fn pool_size(plan: &Plan) -> usize {
+    let page_results = match plan.by_document {
+        true => plan.limit * plan.max_chunks_per_document,
+        false => plan.limit,
+    };
+    POOL_PER_SIDE.max(page_results * 2)
 }
