@@ -1,7 +1,7 @@
 //! docloupe: hybrid (BM25 + vector) search over documentation bundles.
 //!
 //! The index side (`index-builder`) and this engine share [`analyze`], [`embed`], [`index`]
-//! and [`bundle`]; the query side is [`search`]. See ARCHITECTURE.md for the data flow.
+//! and [`bundle`]; the query side is [`search`]. ARCHITECTURE.md walks the data flow.
 
 pub mod analyze;
 pub mod bundle;

@@ -105,7 +105,7 @@ pub struct BuildOptions {
     pub int8_vectors: bool,
 }
 
-/// Default for [`BuildOptions::compact_threshold`]: see ARCHITECTURE.md for the measurement.
+/// Default for [`BuildOptions::compact_threshold`]: measured in `docs/measurements/2026-11-29-compact-codes-vs-hnsw.md`.
 pub const COMPACT_THRESHOLD: usize = 10_000;
 
 /// The text the embedding model sees for a chunk: its breadcrumb, then its body. The

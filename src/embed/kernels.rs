@@ -6,7 +6,7 @@
 //! are tract's generic Rust code, compiled the same way for every target: natively they are
 //! chosen by taking every x86-64 feature out of tract's instruction-set probe, in wasm by
 //! building without simd128 (`www/pkg/portable`). With them native and wasm answers are
-//! byte-identical, at 2–4× the inference time (measured in ARCHITECTURE.md).
+//! byte-identical, at 2–4× the inference time (`docs/measurements/2026-11-26-wasm-builds-and-parity.md`).
 
 use crate::error::{Error, Result};
 

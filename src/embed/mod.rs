@@ -132,7 +132,7 @@ pub fn known_prefixes(model_id: &str) -> (&'static str, &'static str) {
 /// the judged documents' best chunks match (`tests/bench/floors.py`). MiniLM: cosine 0.23.
 /// Multilingual E5 puts every passage of a collection in 0.80–0.90 (its cross-language
 /// answers lowest), so no cosine separates answers; within 0.04 of the query's best does
-/// (ARCHITECTURE.md has the figures). Other models: every nearest neighbour matches.
+/// (`docs/measurements/2026-11-26-fusion-and-match-rules.md` has the figures). Other models: every nearest neighbour matches.
 pub fn match_rule(model_id: &str) -> MatchRule {
     if model_id.starts_with("all-MiniLM-L6-v2") {
         MatchRule {
@@ -158,7 +158,7 @@ pub fn match_rule(model_id: &str) -> MatchRule {
 /// without the second stage, nDCG@10 for span 0.05 / **0.1** / 0.15 / 0.2 / 0.3 and raw:
 /// SciFact train .7371 / **.7395** / .7385 / .7363 / .7302 / .7140; Russian FastAPI questions
 /// over the English pages (dev + train, 57) and English over Russian (70), and the Russian
-/// docs questions (dev + train, 114): ARCHITECTURE.md has the table. MiniLM spreads its
+/// docs questions (dev + train, 114): `docs/measurements/2026-11-26-fusion-and-match-rules.md` has the table. MiniLM spreads its
 /// cosines over 0–0.8 already (raw; its weights were chosen on SciFact train).
 pub fn fusion_span(model_id: &str) -> Option<f32> {
     if model_id.starts_with("multilingual-e5") {

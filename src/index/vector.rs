@@ -7,7 +7,7 @@
 //! exactly on the stored vectors ([`Coded`]). In memory the vectors are held flat, 4 bits a
 //! value where they fit ([`Vectors`]).
 //! Bundles of formats 1–3 may hold an `instant-distance` HNSW graph instead; it is still
-//! searched, but no longer built (the scan measured better: see ARCHITECTURE.md).
+//! searched, but no longer built (the scan measured better: `docs/measurements/2026-11-29-compact-codes-vs-hnsw.md`).
 
 use instant_distance::{Hnsw, Point, Search};
 use serde::{Deserialize, Serialize};
@@ -61,7 +61,7 @@ impl QVec {
     /// incremental build write the same bytes. In memory it stays an int8 vector (`data`
     /// within ±7, or −8, which a packed byte can also hold), so every scoring path is the same.
     /// A vector already in that form is returned as it is. Chosen on SciFact's train queries
-    /// over three 16-level readings: see ARCHITECTURE.md.
+    /// over three 16-level readings: `docs/measurements/2026-11-29-4bit-vectors.md`.
     pub fn to_4bit(&self) -> QVec {
         if self.is_4bit() {
             return self.clone();
@@ -107,7 +107,7 @@ impl QVec {
 /// and their values side by side, two a byte while every value fits the 4-bit form (−8..=7,
 /// stored as `q + 8`, dimension `2i` in the low nibble of byte `i`) and one a byte (int8)
 /// otherwise. A 384-dim 4-bit vector takes 200 bytes, where a [`QVec`] with its own allocation
-/// took about 430: over the 2.24M chunks of ARCHITECTURE.md's 100K-document collection, about
+/// took about 430: over the 2.24M chunks of the 100K-document collection (`docs/measurements/2026-11-29-hybrid-100k.md`), about
 /// 0.5 GB less for an engine that holds them, and no allocation per vector when a bundle loads.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Vectors {
@@ -339,7 +339,7 @@ pub fn wire_kind(section: &[u8]) -> Option<(&'static str, u8)> {
 /// written column by column (byte 0 of every row, then byte 1, ...), so each dimension's
 /// values lie together, and deflated. On en-large-cpp-docs (120,698 vectors of 384 dims at 4
 /// bits) the section is 18.4 MB for 24.1 MB of rows; the nibbles alone deflated as they lie
-/// came to 18.8 MB (ARCHITECTURE.md, format 8).
+/// came to 18.8 MB (`docs/measurements/2026-11-28-bundle-size-formats-5-to-8.md`).
 #[derive(Serialize, Deserialize)]
 struct Rows {
     bits: u8,
@@ -810,7 +810,7 @@ fn from_wire(wire: Wire) -> std::result::Result<VectorIndex, String> {
 
 /// How many candidates the compact first pass hands to exact rescoring for a request of `k`.
 /// Chosen on SciFact's train queries with both models (`examples/first_pass`): the smallest
-/// tried (100–1,600 for k = 100) at which recall@100 reaches HNSW's; see ARCHITECTURE.md.
+/// tried (100–1,600 for k = 100) at which recall@100 reaches HNSW's (`docs/measurements/2026-11-29-compact-codes-vs-hnsw.md`).
 pub fn shortlist(k: usize) -> usize {
     k.saturating_mul(SHORTLIST_FACTOR).max(SHORTLIST_MIN)
 }

@@ -17,7 +17,7 @@ Needs the bundles `make bench-quality` caches (under $DOCLOUPE_CACHE/bench-quali
 builds the English fastapi docs with E5 once (a few minutes). Prints the percentiles; the
 constants in src/embed/mod.rs are set from its output by hand: MiniLM a floor, E5 the
 relative rule (its answers' 2.5th percentile lies below the median non-answer, so no floor
-separates them; ARCHITECTURE.md).
+separates them; docs/measurements/2026-11-26-fusion-and-match-rules.md).
 
     python3 -m tests.bench.floors      (from the repository root)
 """

@@ -1,6 +1,6 @@
 //! A decoded [`Coded`] index as it lies in memory, for a native host to keep between
 //! processes: `docloupe search` over 2.24M vectors spent most of a one-off hybrid call
-//! inflating, transposing and coding them (ARCHITECTURE.md, "The decoded vectors, kept").
+//! inflating, transposing and coding them (`docs/measurements/2026-11-29-hybrid-100k.md`, "The decoded vectors, kept").
 //!
 //! ```text
 //! magic b"DOCLVCAC", version u32 LE ([`VERSION`]), header length u32 LE, sha256(header),
