@@ -38,6 +38,14 @@ use serde_json::{json, Value};
 
 use crate::{read_piece, render, second_stage, ModelArgs, Source};
 
+mod query_log;
+mod stdio;
+mod tools;
+
+use query_log::*;
+use stdio::*;
+use tools::*;
+
 #[derive(clap::Args)]
 pub struct McpArgs {
     /// A bundle file or split folder to serve (repeat for several; a request's projectId
@@ -293,104 +301,6 @@ pub fn serve(args: McpArgs) -> Result<()> {
     })
 }
 
-/// The longest message line read from a client.
-const MAX_MESSAGE_BYTES: usize = 4 << 20;
-
-/// stdio for rmcp, with JSON-RPC's parse error: rmcp skips a line that is not JSON without a
-/// word, and the client waits forever. Every line from stdin goes through here: JSON goes on
-/// to rmcp, anything else (or a line over [`MAX_MESSAGE_BYTES`]) is answered with error
-/// -32700 and `id: null`, as JSON-RPC 2.0 says. rmcp's output and those answers reach stdout
-/// as whole lines through one channel, so they never interleave.
-fn checked_stdio() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-    let (rmcp_reads, mut to_rmcp) = tokio::io::duplex(1 << 16);
-    let (rmcp_writes, from_rmcp) = tokio::io::duplex(1 << 16);
-    let (lines, mut to_stdout) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
-    let errors = lines.clone();
-    tokio::spawn(async move {
-        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let n = match (&mut stdin)
-                .take(MAX_MESSAGE_BYTES as u64 + 1)
-                .read_until(b'\n', &mut line)
-                .await
-            {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            let complete = line.ends_with(b"\n") || n <= MAX_MESSAGE_BYTES;
-            if !complete {
-                // Drop the rest of the overlong line without keeping it.
-                loop {
-                    let buf = match stdin.fill_buf().await {
-                        Ok(b) if !b.is_empty() => b,
-                        _ => break,
-                    };
-                    match buf.iter().position(|&b| b == b'\n') {
-                        Some(i) => {
-                            stdin.consume(i + 1);
-                            break;
-                        }
-                        None => {
-                            let n = buf.len();
-                            stdin.consume(n);
-                        }
-                    }
-                }
-            }
-            let text = String::from_utf8_lossy(&line);
-            if text.trim().is_empty() {
-                continue;
-            }
-            let message = if complete {
-                serde_json::from_str::<Value>(&text).ok()
-            } else {
-                None
-            };
-            // A tool call without its parameters is invalid params (-32602), as JSON-RPC
-            // says, not an unknown method (rmcp answers -32601 when it cannot type one).
-            if let Some(m) = message.as_ref().filter(|m| {
-                m["method"] == "tools/call" && !m["params"].is_object() && !m["id"].is_null()
-            }) {
-                let reply = json!({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32602, "message": "Invalid params: tools/call needs params with the tool's name and arguments"}});
-                let _ = errors.send(format!("{reply}\n").into_bytes());
-                continue;
-            }
-            if message.is_some() {
-                if to_rmcp.write_all(text.trim_end().as_bytes()).await.is_err()
-                    || to_rmcp.write_all(b"\n").await.is_err()
-                {
-                    break;
-                }
-            } else {
-                let reply = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error: the line is not a JSON message"}});
-                let _ = errors.send(format!("{reply}\n").into_bytes());
-            }
-        }
-        let _ = to_rmcp.shutdown().await;
-    });
-    tokio::spawn(async move {
-        let mut from_rmcp = tokio::io::BufReader::new(from_rmcp);
-        let mut line = Vec::new();
-        while matches!(from_rmcp.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
-            if lines.send(std::mem::take(&mut line)).is_err() {
-                break;
-            }
-        }
-    });
-    tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(line) = to_stdout.recv().await {
-            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
-                break;
-            }
-        }
-    });
-    (rmcp_reads, rmcp_writes)
-}
-
 fn valid_project(p: &str) -> bool {
     let ok = |s: &str| {
         !s.is_empty()
@@ -630,42 +540,6 @@ impl DocsServer {
     }
 }
 
-/// Strings past this many characters are cut in the log, lists and objects past this many
-/// entries too, and nesting past `LOG_DEPTH`: a client's parameters cannot grow the log
-/// without bound.
-const LOG_CHARS: usize = 600;
-const LOG_ITEMS: usize = 20;
-const LOG_DEPTH: usize = 4;
-
-/// `v` cut to what the log keeps (`…` marks a cut).
-fn bounded(v: &Value, depth: usize) -> Value {
-    match v {
-        Value::String(s) if s.chars().count() > LOG_CHARS => {
-            Value::String(s.chars().take(LOG_CHARS).chain(['…']).collect())
-        }
-        Value::Array(_) | Value::Object(_) if depth >= LOG_DEPTH => Value::String("…".into()),
-        Value::Array(a) => Value::Array(
-            a.iter()
-                .take(LOG_ITEMS)
-                .map(|x| bounded(x, depth + 1))
-                .chain((a.len() > LOG_ITEMS).then(|| Value::String("…".into())))
-                .collect(),
-        ),
-        Value::Object(o) => {
-            let mut out: serde_json::Map<String, Value> = o
-                .iter()
-                .take(LOG_ITEMS)
-                .map(|(k, x)| (k.chars().take(64).collect(), bounded(x, depth + 1)))
-                .collect();
-            if o.len() > LOG_ITEMS {
-                out.insert("…".into(), Value::from(o.len() - LOG_ITEMS));
-            }
-            Value::Object(out)
-        }
-        other => other.clone(),
-    }
-}
-
 enum Refusal {
     Contract(ErrorResponse),
     Unauthorized(String),
@@ -685,107 +559,6 @@ fn error_outcome(structured: Value, code: &str) -> Outcome {
         results: None,
         error_code: Some(code.to_owned()),
     }
-}
-
-/// UTC, seconds precision, without a date crate.
-fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// The contract request's schema, for `search_docs`: the fields, and the bounds `request.rs`
-/// enforces (its constants, so the two cannot drift).
-fn search_docs_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": request::MAX_QUERY_CHARS},
-            "limit": {"type": "integer", "minimum": 1, "maximum": request::MAX_LIMIT, "default": request::DEFAULT_LIMIT},
-            "mode": {"type": "string", "enum": ["hybrid", "fulltext", "semantic"], "default": "hybrid"},
-            "rerank": {"type": "boolean", "default": true},
-            "candidateLimit": {"type": "integer", "minimum": 1, "maximum": request::MAX_CANDIDATE_LIMIT, "default": request::DEFAULT_CANDIDATE_LIMIT},
-            "filters": {
-                "type": "object",
-                "properties": {
-                    "documentTypes": {"type": "array", "items": {"type": "string"}},
-                    "dateFrom": {"type": "string", "format": "date"},
-                    "dateTo": {"type": "string", "format": "date"},
-                    "sourcePrefix": {"type": "string"},
-                    "tags": {"type": "array", "items": {"type": "string"}}
-                },
-                "additionalProperties": false
-            },
-            "maxChunksPerDocument": {"type": "integer", "minimum": 1, "maximum": request::MAX_CHUNKS_PER_DOCUMENT, "default": request::DEFAULT_MAX_CHUNKS_PER_DOCUMENT},
-            "includeContext": {"type": "boolean", "default": true},
-            "maxCharsPerChunk": {"type": "integer", "minimum": 1, "maximum": request::MAX_CHARS_PER_CHUNK},
-            "workspacePath": {"type": "string"},
-            "projectId": {"type": "string"}
-        },
-        "required": ["query"],
-        "additionalProperties": false
-    })
-}
-
-fn feedback_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 500, "description": "The query the result answered (or did not)"},
-            "document": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "The result's document path (search_documents' id, search_docs' documentPath)"},
-            "relevant": {"type": "boolean", "description": "Whether the result answers the query"},
-            "rank": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "The result's position in the answer (1 = first)"},
-            "chunk_id": {"type": "string", "maxLength": 100, "description": "The fragment's chunkId, when one fragment is meant"},
-            "project": {"type": "string", "maxLength": 200, "description": "The collection (namespace/name), when the server has several"},
-            "note": {"type": "string", "maxLength": 500, "description": "Why, in a few words"}
-        },
-        "required": ["query", "document", "relevant"],
-        "additionalProperties": false
-    })
-}
-
-fn tools() -> Vec<Tool> {
-    let object = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
-    vec![
-        Tool::new(
-            "search_docs",
-            "Search the documentation with docloupe's search contract: hybrid (BM25 + vectors, \
-             reranked), fulltext or semantic, with filters. Returns ranked chunks with their \
-             section breadcrumb, anchor, line range, snippet and ranking signals.",
-            object(search_docs_schema()),
-        ),
-        Tool::new(
-            "search_documents",
-            "Search the documents and get them grouped per document: title, path, type, dates, \
-             relevance, highlighted fragments with their text, facets and suggestions.",
-            object(documents::input_schema()),
-        ),
-        Tool::new(
-            "result_feedback",
-            "Say whether a search result answered the query: the query, the result's document \
-             path, relevant true/false and its rank (1 = first). Recorded in the query log for \
-             the collection's owners (`docloupe stats` reports precision@5); changes no ranking.",
-            object(feedback_schema()),
-        ),
-    ]
 }
 
 impl ServerHandler for DocsServer {
