@@ -168,7 +168,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     if files.is_empty() {
         bail!(
             "no documents ({}) found under {}",
-            crate::ingest::READ_EXTENSIONS,
+            crate::ingest::read_extensions(),
             cfg.input.display()
         );
     }

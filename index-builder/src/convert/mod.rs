@@ -76,11 +76,15 @@ pub fn convert(
         let run = || match format {
             Format::Pdf => pdf::convert(bytes, file_stem, rel, warnings),
             Format::Docx => docx::convert(bytes, file_stem).map(|d| (d, PageMap::default())),
-            _ => sheet::convert(bytes, file_stem).map(|mut d| {
-                let (created, modified) = docx::package_dates(bytes);
-                dated(&mut d.front, "", created, modified);
-                (d, PageMap::default())
-            }),
+            Format::Xlsx | Format::Xls | Format::Ods => {
+                sheet::convert(bytes, file_stem).map(|mut d| {
+                    let (created, modified) = docx::package_dates(bytes);
+                    dated(&mut d.front, "", created, modified);
+                    (d, PageMap::default())
+                })
+            }
+            // Read as text above.
+            Format::Markdown | Format::Text => Err("text reached the binary converters".into()),
         };
         // The PDF and spreadsheet parsers assert on some malformed input; such a file is
         // broken, not a reason to stop the build.

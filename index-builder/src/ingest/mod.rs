@@ -16,8 +16,14 @@ mod markdown;
 pub use markdown::*;
 
 /// The extensions the builder reads, as messages list them.
-pub const READ_EXTENSIONS: &str =
-    "md, markdown, txt, pdf, docx, docm, dotx, dotm, xlsx, xlsm, xltx, xltm, xls, ods";
+pub fn read_extensions() -> String {
+    Format::ALL
+        .iter()
+        .flat_map(|f| f.spec().extensions)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Markdown files larger than this are skipped: they are generated dumps, not documentation.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -121,22 +127,56 @@ pub enum Format {
     Ods,
 }
 
+/// What the builder knows of a format, in one place: [`Format::spec`].
+pub struct FormatSpec {
+    /// The result's `documentType`.
+    pub doc_type: &'static str,
+    /// The extensions that name it (lowercase, without the dot).
+    pub extensions: &'static [&'static str],
+    /// Read as UTF-8 text in the builder itself; the others are converted from their
+    /// container in the isolated child.
+    pub text: bool,
+}
+
 impl Format {
+    /// Every format, in the order they are listed to users.
+    pub const ALL: [Format; 7] = [
+        Format::Markdown,
+        Format::Text,
+        Format::Pdf,
+        Format::Docx,
+        Format::Xlsx,
+        Format::Xls,
+        Format::Ods,
+    ];
+
+    /// The format table: a new variant is a compile error here until it is described, and in
+    /// `convert::convert` until it is routed to a converter.
+    pub const fn spec(self) -> FormatSpec {
+        let (doc_type, extensions, text): (&str, &[&str], bool) = match self {
+            Format::Markdown => ("md", &["md", "markdown"], true),
+            Format::Text => ("txt", &["txt"], true),
+            Format::Pdf => ("pdf", &["pdf"], false),
+            Format::Docx => ("docx", &["docx", "docm", "dotx", "dotm"], false),
+            Format::Xlsx => ("xlsx", &["xlsx", "xlsm", "xltx", "xltm"], false),
+            Format::Xls => ("xls", &["xls"], false),
+            Format::Ods => ("ods", &["ods"], false),
+        };
+        FormatSpec {
+            doc_type,
+            extensions,
+            text,
+        }
+    }
+
     /// The format a file's extension names. Word's macro-enabled documents and templates
     /// (`.docm`, `.dotx`, `.dotm`) are DOCX packages: their text is read, their macros never
     /// run nor are kept.
     pub fn of(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        match ext.as_str() {
-            "md" | "markdown" => Some(Format::Markdown),
-            "txt" => Some(Format::Text),
-            "pdf" => Some(Format::Pdf),
-            "docx" | "docm" | "dotx" | "dotm" => Some(Format::Docx),
-            "xlsx" | "xlsm" | "xltx" | "xltm" => Some(Format::Xlsx),
-            "xls" => Some(Format::Xls),
-            "ods" => Some(Format::Ods),
-            _ => None,
-        }
+        Format::ALL
+            .into_iter()
+            .find(|f| f.spec().extensions.contains(&ext.as_str()))
     }
 
     /// The format of `path`: by its extension, else by its bytes ([`Format::sniff`]).
@@ -188,35 +228,17 @@ impl Format {
 
     /// The result's `documentType` (and the `documentTypes` filter's value).
     pub fn doc_type(self) -> &'static str {
-        match self {
-            Format::Markdown => "md",
-            Format::Text => "txt",
-            Format::Pdf => "pdf",
-            Format::Docx => "docx",
-            Format::Xlsx => "xlsx",
-            Format::Xls => "xls",
-            Format::Ods => "ods",
-        }
+        self.spec().doc_type
     }
 
     /// The format whose [`Format::doc_type`] is `t`.
     pub fn from_doc_type(t: &str) -> Option<Format> {
-        [
-            Format::Markdown,
-            Format::Text,
-            Format::Pdf,
-            Format::Docx,
-            Format::Xlsx,
-            Format::Xls,
-            Format::Ods,
-        ]
-        .into_iter()
-        .find(|f| f.doc_type() == t)
+        Format::ALL.into_iter().find(|f| f.doc_type() == t)
     }
 
     /// Markdown and text are read as UTF-8; the others are converted from their container.
     pub fn is_text(self) -> bool {
-        matches!(self, Format::Markdown | Format::Text)
+        self.spec().text
     }
 
     /// Larger files are skipped: a text file that size is a generated dump, a PDF or workbook
@@ -239,7 +261,7 @@ pub fn single_file(path: &Path) -> anyhow::Result<SourceFile> {
         Ok(None) => anyhow::bail!(
             "{}: not a format index-builder reads ({})",
             path.display(),
-            READ_EXTENSIONS
+            read_extensions()
         ),
         Err(why) => anyhow::bail!("{}: {why}", path.display()),
     };
