@@ -95,18 +95,6 @@ enum Command {
         /// Directory to write.
         #[arg(long)]
         out: PathBuf,
-        /// A lexical shard closes at this many bytes of terms and postings.
-        #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().lexical, hide = true)]
-        lexical_shard_bytes: usize,
-        /// A fragment shard closes at this many bytes of documents.
-        #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().fragment, hide = true)]
-        fragment_shard_bytes: usize,
-        /// Terms per vocabulary shard, on average.
-        #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().vocabulary, hide = true)]
-        vocabulary_shard_terms: usize,
-        /// Bytes of the vectors section per vec-N.bin file.
-        #[arg(long, default_value_t = docloupe::bundle::split::ShardSizes::default().vectors, hide = true)]
-        vector_piece_bytes: usize,
     },
 }
 
@@ -143,15 +131,14 @@ struct BuildArgs {
     /// Document language: from front matter or detected (auto), or forced.
     #[arg(long, value_enum, default_value_t = LangArg::Auto)]
     lang: LangArg,
-    /// Vectors get compact first-pass codes from this many chunks on (below: exact scan).
-    #[arg(long, default_value_t = docloupe::bundle::COMPACT_THRESHOLD, hide = true)]
+    /// Vectors get compact first-pass codes from this many chunks on: a semantic query then
+    /// scans one bit a dimension and rescores a shortlist exactly; below it, every vector is
+    /// scanned exactly (docs/measurements/2026-11-29-compact-codes-vs-hnsw.md).
+    #[arg(long, default_value_t = docloupe::bundle::COMPACT_THRESHOLD)]
     compact_threshold: usize,
-    /// Keep the vectors at int8 instead of 4 bits (for quality comparisons).
-    #[arg(long, hide = true, conflicts_with = "incremental")]
-    int8_vectors: bool,
-    /// Files read, chunked and embedded together (the bundle is the same for any size; tests
-    /// cross the batch boundaries with small ones).
-    #[arg(long, default_value_t = build::BATCH_FILES as u64, value_parser = clap::value_parser!(u64).range(1..), hide = true)]
+    /// Files read, chunked and embedded together: what the build holds in memory at once
+    /// besides the bundle it writes (the bundle is the same for any size).
+    #[arg(long, default_value_t = build::BATCH_FILES as u64, value_parser = clap::value_parser!(u64).range(1..))]
     batch_files: u64,
     /// Show no progress bar even on a terminal.
     #[arg(long)]
@@ -237,23 +224,7 @@ fn main() -> ExitCode {
             csp,
         } => site(&dir, &out, &title, head.as_deref(), &csp),
         Command::Dump { bundle } => dump(&bundle),
-        Command::Split {
-            bundle,
-            out,
-            lexical_shard_bytes,
-            fragment_shard_bytes,
-            vocabulary_shard_terms,
-            vector_piece_bytes,
-        } => split(
-            &bundle,
-            &out,
-            docloupe::bundle::split::ShardSizes {
-                lexical: lexical_shard_bytes,
-                fragment: fragment_shard_bytes,
-                vocabulary: vocabulary_shard_terms,
-                vectors: vector_piece_bytes,
-            },
-        ),
+        Command::Split { bundle, out } => split(&bundle, &out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -339,7 +310,6 @@ fn build(args: BuildArgs) -> Result<()> {
         model,
         lang,
         compact_threshold: args.compact_threshold,
-        int8_vectors: args.int8_vectors,
         batch_files: usize::try_from(args.batch_files).unwrap_or(usize::MAX),
         progress: !args.quiet && std::io::stderr().is_terminal(),
         references,
@@ -487,11 +457,8 @@ fn site(
     Ok(())
 }
 
-fn split(
-    path: &std::path::Path,
-    out: &std::path::Path,
-    sizes: docloupe::bundle::split::ShardSizes,
-) -> Result<()> {
+fn split(path: &std::path::Path, out: &std::path::Path) -> Result<()> {
+    let sizes = docloupe::bundle::split::ShardSizes::default();
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     // The vectors are cut from their section's bytes as they are: checked whole first (the
     // same checks as a full decode), then let go before the rest is decoded.

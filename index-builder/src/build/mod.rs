@@ -38,8 +38,6 @@ pub struct BuildConfig {
     pub model: ModelChoice,
     pub lang: Option<Language>,
     pub compact_threshold: usize,
-    /// Keep the vectors at int8 instead of the 4-bit form (comparisons only).
-    pub int8_vectors: bool,
     /// Files read, chunked and embedded together ([`BATCH_FILES`]; at least 1).
     pub batch_files: usize,
     pub progress: bool,
@@ -233,7 +231,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         project_id: cfg.project.clone(),
         model,
         compact_threshold: cfg.compact_threshold,
-        int8_vectors: cfg.int8_vectors,
+        int8_vectors: false,
     };
 
     // The documents go into the bundle a batch at a time, in path order: each batch read and
