@@ -146,28 +146,6 @@ fn files_that_made_a_parser_crate_panic_under_fuzzing_are_skipped_with_a_warning
     }
 }
 
-#[test]
-fn a_converter_that_overflows_its_stack_runs_out_of_memory_or_hangs_costs_one_file() {
-    for (fault, reason) in [
-        ("stack-overflow", "overflowed the converter's stack"),
-        ("allocate", "more than 512 MiB of memory"),
-        ("hang", "longer than 3 s"),
-        ("spin", "3 s"),
-    ] {
-        let (_tmp, dir) = folder_with_a_good_page();
-        std::fs::write(dir.join("paper.pdf"), paper()).unwrap();
-        let (ok, report, stderr) = build(
-            &dir,
-            &["--convert-memory-mb", "512", "--convert-timeout", "3"],
-            &[("DOCLOUPE_CONVERTER_FAULT", fault)],
-        );
-        assert!(ok, "{fault}: {stderr}");
-        assert_eq!(report["documentsProcessed"], 1, "{fault}: {report}");
-        let w = warning_for(&report, "paper.pdf");
-        assert!(w.contains(reason), "{fault}: {w}");
-    }
-}
-
 /// Writes one file of each converted format (the fixtures' writers) into $DOCLOUPE_FUZZ_SEEDS
 /// for the fuzzers' seed corpora (`make fuzz`); ignored otherwise.
 #[test]

@@ -57,7 +57,22 @@ pub fn convert_isolated(
     }
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot start the converter (no path to index-builder: {e})"))?;
-    let mut cmd = Command::new(exe);
+    convert_in_child(&exe, format, bytes, file_stem, rel, warnings, limits)
+}
+
+/// [`convert_isolated`] of a binary format by `worker`, a program that answers
+/// `convert-worker --format F --stem S --rel R` as [`worker`] does (index-builder itself; the
+/// isolation's tests give a worker that fails on purpose).
+pub fn convert_in_child(
+    worker: &std::path::Path,
+    format: Format,
+    bytes: &[u8],
+    file_stem: &str,
+    rel: &str,
+    warnings: &mut Vec<String>,
+    limits: Limits,
+) -> Result<ConversionResult, String> {
+    let mut cmd = Command::new(worker);
     cmd.args([
         "convert-worker",
         "--format",
@@ -202,7 +217,6 @@ pub fn worker(format: &str, stem: &str, rel: &str) -> ExitCode {
         eprintln!("convert-worker: cannot read the file: {e}");
         return ExitCode::from(2);
     }
-    inject_fault();
     let mut warnings = Vec::new();
     let result = convert(format, &bytes, stem, rel, &mut warnings);
     let answer = Answer { result, warnings };
@@ -216,35 +230,5 @@ pub fn worker(format: &str, stem: &str, rel: &str) -> ExitCode {
             eprintln!("convert-worker: cannot answer: {e}");
             ExitCode::from(2)
         }
-    }
-}
-
-/// For the isolation's own tests: `DOCLOUPE_CONVERTER_FAULT` makes the child fail the ways a
-/// hostile file can make a parser fail (`stack-overflow`, `allocate`, `hang`, `spin`). Only the
-/// hidden worker reads it; nothing sets it outside tests.
-fn inject_fault() {
-    let Ok(fault) = std::env::var("DOCLOUPE_CONVERTER_FAULT") else {
-        return;
-    };
-    match fault.as_str() {
-        "stack-overflow" => {
-            #[allow(unconditional_recursion)]
-            fn deeper(n: u64) -> u64 {
-                let pad = std::hint::black_box([n; 64]);
-                deeper(pad[3] + 1) + pad[7]
-            }
-            std::hint::black_box(deeper(0));
-        }
-        "allocate" => {
-            let v = vec![1u8; 1 << 40];
-            std::hint::black_box(&v);
-        }
-        "hang" => loop {
-            std::thread::sleep(std::time::Duration::from_secs(1));
-        },
-        "spin" => loop {
-            std::hint::black_box(0u64);
-        },
-        _ => {}
     }
 }
