@@ -23,7 +23,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker try-recipes clean-cache ranker fuzz setup-fuzz
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker try-recipes clean-cache ranker fuzz setup-fuzz calibration
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -125,6 +125,7 @@ bench-edge: demo-bundle wasm-lexical setup-edge
 lint: setup-wasm
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --release --bin docloupe --features calibration -- -D warnings
 	$(CARGO) clippy --lib --test wasm_engine --target wasm32-unknown-unknown --no-default-features -- -D warnings
 	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features models -- -D warnings
 	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features docloupe/host-inflate -p docloupe -p docloupe-inflate -- -D warnings
@@ -161,10 +162,16 @@ bench-scale: build wasm-lexical setup-edge
 	python3 -m tests.bench.scale $(SCALE_ARGS)
 
 # Retrains the committed reranker from scratch (≈ 1 h on 2 cores); see prebuild/reranker/MODEL_CARD.md.
-reranker: models
+reranker: models build calibration
 	bash prebuild/reranker/build.sh
 
-bench-quality: models build
+# `docloupe` with the benchmarks' settings (the `calibration` feature: --max-limit,
+# --explain-features, --match-floor, --rerank-weight, --fusion) in target/calibration, apart
+# from the release binary, which never has them.
+calibration:
+	$(CARGO) build --release --bin docloupe --features calibration --target-dir target/calibration
+
+bench-quality: models build calibration
 	python3 -m tests.bench.quality
 
 # The browser benchmark (tests/bench/web/bench.mjs): its own npm packages (onnxruntime-web,
@@ -206,7 +213,7 @@ bench-hostile: build
 
 # Refits the learned second stage (src/search/ranker.json) on the train questions, from the
 # bench-quality bundles (built on first use); LightGBM from PyPI in its own venv.
-ranker: models build
+ranker: models build calibration
 	@[ -x $(CACHE)/ranker-venv/bin/python ] || python3 -m venv $(CACHE)/ranker-venv
 	@$(CACHE)/ranker-venv/bin/pip install -q lightgbm==4.6.0 numpy==2.4.6
 	$(CACHE)/ranker-venv/bin/python -m prebuild.ranker.train

@@ -26,6 +26,10 @@ EVAL = os.path.join(SHARED, "eval")
 CORPORA = os.path.join(SHARED, "corpora")
 QUESTIONS = os.path.join(ROOT, "tests", "questions", "docs-questions.jsonl")
 BIN = os.path.join(ROOT, "target", "release")
+# `docloupe` with the benchmarks' settings (--max-limit, --explain-features, ...): the
+# `calibration` build `make calibration` writes apart from the release binary.
+SEARCH_BIN = os.environ.get("DOCLOUPE_CALIBRATION_BIN",
+                            os.path.join(ROOT, "target", "calibration", "release", "docloupe"))
 CACHE = os.environ.get("DOCLOUPE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "docloupe")
 WORK = os.path.join(CACHE, "bench-quality")
 DOCS_CORPORA = ["en-small-fastapi-docs", "en-small-rust-book", "en-medium-powershell-docs",
@@ -270,7 +274,7 @@ def search_jsonl(bundle, requests, extra_args):
     """Sends request objects through one `docloupe search --jsonl` process; returns the parsed
     response (or error) objects, in order."""
     lines = [json.dumps(req, ensure_ascii=False) for req in requests]
-    r = subprocess.run([os.path.join(BIN, "docloupe"), "search", "--bundle", bundle, "--jsonl", *extra_args],
+    r = subprocess.run([SEARCH_BIN, "search", "--bundle", bundle, "--jsonl", *extra_args],
                        input="\n".join(lines) + "\n", capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"docloupe search --jsonl failed:\n{r.stderr}")

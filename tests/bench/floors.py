@@ -29,7 +29,8 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CACHE = os.environ.get("DOCLOUPE_CACHE", os.path.expanduser("~/.cache/docloupe"))
 BENCH = os.path.join(CACHE, "bench-quality")
-DOCLOUPE = os.path.join(ROOT, "target/release/docloupe")
+# The calibration build (`make calibration`): the release binary has no --max-limit or --match-floor.
+DOCLOUPE = os.path.join(ROOT, "target/calibration/release/docloupe")
 BUILDER = os.path.join(ROOT, "target/release/index-builder")
 QUESTIONS = os.path.join(ROOT, "tests/questions/docs-questions.jsonl")
 

@@ -20,9 +20,10 @@ use docloupe::bundle::BundleFile;
 use docloupe::embed::model_dir_for;
 use docloupe::search::default_reranker_dir;
 use docloupe::search::documents::{self, DateRange, DocumentsError, DocumentsRequest};
+#[cfg(feature = "calibration")]
+use docloupe::Fusion;
 use docloupe::{
-    CrossEncoder, Embedder, Engine, EngineOptions, FallbackPolicy, Fusion, Mode, ModelFiles,
-    RerankerFiles,
+    CrossEncoder, Embedder, Engine, EngineOptions, FallbackPolicy, Mode, ModelFiles, RerankerFiles,
 };
 
 #[derive(Parser)]
@@ -54,6 +55,47 @@ enum Command {
     Daemon,
 }
 
+/// What the quality benchmarks, the ranker's trainer and the match-floor and blend calibrations
+/// set (`--features calibration`).
+#[cfg(feature = "calibration")]
+#[derive(clap::Args)]
+struct CalibrationArgs {
+    /// Ceiling on `limit` (the contract's 50); evaluation reads deeper rankings.
+    #[arg(long, default_value_t = EngineOptions::default().max_limit)]
+    max_limit: usize,
+    /// Share of the rerank model in ordering its pool (0..1), for benchmark comparisons.
+    /// Default: the weight calibrated for the model (its manifest's blendWeight).
+    #[arg(long, value_parser = parse_weight)]
+    rerank_weight: Option<f32>,
+    /// Reranked results carry the learned ranker's features (rankingSignals.features), as
+    /// training data for prebuild/ranker.
+    #[arg(long)]
+    explain_features: bool,
+    /// The cosine from which a semantic neighbour matches (default: the model's calibrated
+    /// floor); tests/bench/floors.py measures with 0.
+    #[arg(long)]
+    match_floor: Option<f32>,
+    /// Hybrid fusion method (weighted or rrf), for benchmark comparisons.
+    #[arg(long, default_value = "weighted")]
+    fusion: Fusion,
+}
+
+/// The engine's options for `args`: the model flags', and in a calibration build the
+/// benchmarks' settings.
+fn search_options(args: &SearchArgs) -> EngineOptions {
+    let options = args.model_args.engine_options();
+    #[cfg(feature = "calibration")]
+    let options = EngineOptions {
+        max_limit: args.calibration.max_limit,
+        fusion: args.calibration.fusion,
+        rerank_weight: args.calibration.rerank_weight,
+        explain_features: args.calibration.explain_features,
+        match_floor: args.calibration.match_floor,
+        ..options
+    };
+    options
+}
+
 #[derive(clap::Args)]
 // A later `--format` (or any option) replaces an earlier one, so a command line with a
 // default in front (the /search command file's `--format markdown`) takes the user's choice.
@@ -70,24 +112,11 @@ struct SearchArgs {
     /// error object) per line on stdout, in order. Blank lines are skipped.
     #[arg(long, conflicts_with_all = ["query", "limit", "page", "offset", "mode", "format", "types", "date_from", "date_to", "source", "chunks", "max_chars_per_chunk"])]
     jsonl: bool,
-    /// Ceiling on `limit` (the contract's 50); evaluation reads deeper rankings.
-    #[arg(long, hide = true, default_value_t = EngineOptions::default().max_limit)]
-    max_limit: usize,
-    /// Share of the rerank model in ordering its pool (0..1), for benchmark comparisons.
-    /// Default: the weight calibrated for the model (its manifest's blendWeight).
-    #[arg(long, hide = true, value_parser = parse_weight)]
-    rerank_weight: Option<f32>,
-    /// Reranked results carry the learned ranker's features (rankingSignals.features), as
-    /// training data for prebuild/ranker.
-    #[arg(long, hide = true)]
-    explain_features: bool,
-    /// The cosine from which a semantic neighbour matches (default: the model's calibrated
-    /// floor); tests/bench/floors.py measures with 0.
-    #[arg(long, hide = true)]
-    match_floor: Option<f32>,
-    /// Hybrid fusion method (weighted or rrf), for benchmark comparisons.
-    #[arg(long, hide = true, default_value = "weighted")]
-    fusion: Fusion,
+    /// The benchmarks' settings: only in a build with the `calibration` feature, never in the
+    /// release binary (`make bench-quality` and `make ranker` build one of their own).
+    #[cfg(feature = "calibration")]
+    #[command(flatten)]
+    calibration: CalibrationArgs,
     /// Number of documents (1..50).
     #[arg(long, short = 'l', default_value_t = documents::DEFAULT_LIMIT)]
     limit: u32,
@@ -337,14 +366,7 @@ fn search(args: SearchArgs) -> Result<()> {
     if let Some(e) = embedder {
         engine.install_embedder(e).with_context(cannot_load)?;
     }
-    let mut engine = engine.with_options(EngineOptions {
-        max_limit: args.max_limit,
-        fusion: args.fusion,
-        rerank_weight: args.rerank_weight,
-        explain_features: args.explain_features,
-        match_floor: args.match_floor,
-        ..args.model_args.engine_options()
-    });
+    let mut engine = engine.with_options(search_options(&args));
     // Only hybrid requests rerank; a single fulltext/semantic query skips loading a model.
     let wants_reranker = args.jsonl || mode == Mode::Hybrid;
     if wants_reranker && header.flags.hybrid {
@@ -460,17 +482,11 @@ fn print_answer(
 }
 
 /// The daemon's configuration for this command, when it should ask one: a single query that
-/// needs the embedding model, none of the benchmarks' hidden settings, the daemon not turned
-/// off.
+/// needs the embedding model, from a release build (a calibration build answers itself), the
+/// daemon not turned off.
 #[cfg(unix)]
 fn daemon_config(args: &SearchArgs, needs_model: bool) -> Option<daemon::Config> {
-    let defaults = EngineOptions::default();
-    let hidden = args.max_limit != defaults.max_limit
-        || args.rerank_weight.is_some()
-        || args.explain_features
-        || args.match_floor.is_some()
-        || args.fusion != Fusion::default();
-    if args.jsonl || !needs_model || hidden || !daemon::enabled() {
+    if args.jsonl || !needs_model || cfg!(feature = "calibration") || !daemon::enabled() {
         return None;
     }
     let bundle = std::fs::canonicalize(&args.bundle).ok()?;
@@ -705,6 +721,7 @@ fn read_line_bounded(
     }
 }
 
+#[cfg(feature = "calibration")]
 fn parse_weight(s: &str) -> Result<f32, String> {
     match s.parse::<f32>() {
         Ok(w) if (0.0..=1.0).contains(&w) => Ok(w),
