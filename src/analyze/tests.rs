@@ -94,8 +94,7 @@ fn abbreviations_are_told_from_words_and_their_definitions_found() {
 #[test]
 fn text_is_read_as_displayed_from_version_3() {
     let a = Analyzer::new();
-    let same =
-        |shown: &str, typed: &str| assert_eq!(a.terms(shown), a.terms(typed), "{shown:?}");
+    let same = |shown: &str, typed: &str| assert_eq!(a.terms(shown), a.terms(typed), "{shown:?}");
     same("in\u{AD}dex", "index");
     same("cache\u{200B}able", "cacheable");
     same("\u{FEFF}config", "config");
