@@ -1,10 +1,13 @@
-//! The query side: load → (validate) → retrieve → fuse → rerank → present.
+//! The query side: load → validate → analyze → embed → retrieve → fuse → second stage →
+//! present → suggest.
 //!
-//! [`Engine`] holds a decoded bundle, the embedding model that queries it and, optionally, a
-//! rerank model. [`Engine::search`] runs one request through the states of the contract:
-//! received → validated ([`request`]) → candidates ([`retrieve`], restricted by [`filter`]) →
-//! fused ([`fuse`]) → reranked or fallback ([`rerank`]) → returned ([`present`], [`suggest`]);
-//! invalid input is rejected before any index is read.
+//! [`Engine`] holds a decoded bundle (whole, or split and loaded piece by piece), the
+//! embedding model that queries it and the second stage. `Engine::run` takes one request
+//! through the contract's states, each stage a function of the module that owns it:
+//! validated ([`request`]) → candidates ([`retrieve`], in the scope of [`filter`], the query's
+//! words through [`expand`]) → fused ([`fuse`]) → reordered or fallen back (`second_stage`:
+//! [`rank`] or [`rerank`]) → returned ([`present`], [`suggest`]). Invalid input is refused
+//! before any index is read.
 
 pub mod corpus;
 pub mod distance;
