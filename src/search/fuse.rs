@@ -42,7 +42,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::corpus::Corpus;
 use super::request::Plan;
-use super::response::Facets;
 use super::retrieve::Retriever;
 use super::{Engine, Mode};
 use crate::analyze::Analyzer;
@@ -556,7 +555,8 @@ pub struct Fused {
     pub head: Vec<Hit>,
     /// Chunks of the whole ranking after the per-document cap (the response's `total`).
     pub total: usize,
-    pub facets: Facets,
+    /// Every document with a match, once each, in document order (what the facets count).
+    pub documents: Vec<u32>,
     /// Hybrid's BM25 scores, which the learned second stage reads (the lexical build has
     /// neither).
     #[cfg_attr(not(feature = "vectors"), allow(dead_code))]
@@ -566,7 +566,7 @@ pub struct Fused {
 impl Engine {
     /// Fuse: the retrievers' candidates for `terms` and `vector` as one ranking ([`rank`]),
     /// its matches only ([`semantic_matches`]), cut after the documents the request's pages
-    /// and its second stage can reach ([`head`]), with the facets of every match.
+    /// and `room` more (the second stage's reach) ([`head`]).
     pub(super) fn fuse(
         &self,
         retriever: &Retriever,
@@ -574,24 +574,22 @@ impl Engine {
         terms: &[QueryTerm],
         vector: Option<&[f32]>,
         mode: Mode,
-    ) -> crate::error::Result<Fused> {
+        room: usize,
+    ) -> Fused {
         let corpus = retriever.corpus;
         let pool = super::retrieve::pool_size(plan);
         let fusion = self.options.fusion;
         let (matches, bm25) = rank(retriever, &self.analyzer, terms, vector, mode, fusion, pool);
         #[cfg(feature = "vectors")]
         let matches = semantic_matches(matches, corpus.header(), self.options.match_floor);
-        let room = super::second_stage::head_room(plan.rerank, plan.candidate_limit);
         let docs = plan.offset + plan.limit + room;
         let ranking = head(corpus, &matches, plan.max_chunks_per_document, docs);
-        let facets = super::present::facets(corpus, &ranking.documents);
-        corpus.checkpoint()?;
-        Ok(Fused {
+        Fused {
             head: ranking.head,
             total: ranking.total,
-            facets,
+            documents: ranking.documents,
             bm25,
-        })
+        }
     }
 }
 

@@ -481,7 +481,10 @@ impl Engine {
         let vectors = query_vector.is_some();
         let retriever = retrieve::Retriever::ready(&corpus, self.positions(), &mask, vectors)?;
         let vector = query_vector.as_deref();
-        let fused = self.fuse(&retriever, &plan, &words.expanded, vector, mode)?;
+        let room = second_stage::head_room(plan.rerank, plan.candidate_limit);
+        let fused = self.fuse(&retriever, &plan, &words.expanded, vector, mode, room);
+        let facets = present::facets(&corpus, &fused.documents);
+        corpus.checkpoint()?;
         timings.retrieve_ms = ms(t.elapsed());
         let rerank = plan.rerank && lexical_fallback.is_none();
         let query = (&tokens[..], &words, vector);
@@ -511,7 +514,7 @@ impl Engine {
                 None => ordered.fallback.map(|f| f.reason().to_owned()),
             },
             results,
-            facets: fused.facets,
+            facets,
             suggestions,
             timings,
         })
