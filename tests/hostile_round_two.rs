@@ -47,17 +47,8 @@ fn report(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("IngestResult JSON")
 }
 
-fn warnings(report: &serde_json::Value) -> Vec<String> {
-    report["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap().to_owned())
-        .collect()
-}
-
 fn warning_for(report: &serde_json::Value, file: &str) -> String {
-    warnings(report)
+    common::warnings(report)
         .into_iter()
         .find(|w| w.starts_with(file))
         .unwrap_or_else(|| panic!("no warning for {file}: {report}"))
@@ -180,7 +171,9 @@ fn tables_that_would_pad_to_millions_of_cells_are_read_as_text() {
     .unwrap();
     let r = report(&build_within(&docs, &out, &[], 120));
     assert!(
-        !warnings(&r).iter().any(|w| w.starts_with("small.md")),
+        !common::warnings(&r)
+            .iter()
+            .any(|w| w.starts_with("small.md")),
         "{r}"
     );
 }
@@ -515,7 +508,7 @@ fn a_path_with_invisible_formatting_characters_is_skipped_with_a_warning() {
     }
     let r = report(&build_within(&docs, &out, &[], 30));
     assert_eq!(r["documentsProcessed"], 1, "{r}");
-    let w = warnings(&r);
+    let w = common::warnings(&r);
     assert_eq!(
         w.iter()
             .filter(|w| w.contains("invisible formatting"))
@@ -574,7 +567,9 @@ fn an_incremental_build_reuses_nothing_from_a_changed_previous_bundle() {
     let r = build(&out, &["--incremental"]);
     assert_eq!(r["chunksReused"], 0, "{r}");
     assert!(
-        warnings(&r).iter().any(|w| w.contains("nothing is reused")),
+        common::warnings(&r)
+            .iter()
+            .any(|w| w.contains("nothing is reused")),
         "{r}"
     );
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&clean).unwrap());

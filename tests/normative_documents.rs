@@ -273,14 +273,11 @@ fn every_word_file_is_read_and_every_unread_file_is_counted() {
         r["unknownTypesSkipped"],
         serde_json::json!({".dwg": 2, ".rtf": 1})
     );
-    let warnings: Vec<&str> = r["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
+    let warnings = common::warnings(&r);
     assert!(
-        warnings.contains(&"3 files of unknown type skipped: .dwg ×2, .rtf ×1"),
+        warnings
+            .iter()
+            .any(|w| w == "3 files of unknown type skipped: .dwg ×2, .rtf ×1"),
         "{warnings:?}"
     );
     assert!(
@@ -291,12 +288,7 @@ fn every_word_file_is_read_and_every_unread_file_is_counted() {
     );
     assert!(!warnings.iter().any(|w| w.starts_with("plan.dwg")));
     let r = build(&docs, &["--list-skipped"]);
-    let warnings: Vec<&str> = r["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
+    let warnings = common::warnings(&r);
     for name in ["plan.dwg", "plan2.dwg", "letter.rtf"] {
         assert!(
             warnings.iter().any(|w| w.starts_with(name)),

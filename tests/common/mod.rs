@@ -80,6 +80,16 @@ pub fn build(dir: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("IngestResult JSON on stdout")
 }
 
+/// The `warnings` of a build's report (`IngestResult` JSON), one string each.
+pub fn warnings(report: &serde_json::Value) -> Vec<String> {
+    report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// The bytes of a bundle [`build`] makes (with `extra`) from `pages`, each a path under the
 /// collection's folder and its markdown, written into a temporary folder.
 pub fn bundle_of<P: AsRef<Path>, T: AsRef<[u8]>>(
