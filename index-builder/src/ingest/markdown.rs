@@ -3,6 +3,12 @@
 //! bounds on depth and aliases, tables whose padding would exhaust memory read as text, labels
 //! and anchors bounded, and dates normalized.
 
+use std::collections::HashMap;
+
+use docloupe::analyze::Language;
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use yaml_rust2::{Yaml, YamlLoader};
+
 use super::*;
 
 /// Parses one text document (markdown or plain text) by its format. `file_stem` is the title

@@ -4,12 +4,7 @@
 //!
 //! Files that cannot be read or are not UTF-8 are skipped with a warning; the build goes on.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-use docloupe::analyze::Language;
-use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use yaml_rust2::{Yaml, YamlLoader};
 
 mod markdown;
 

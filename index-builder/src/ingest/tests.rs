@@ -1,3 +1,5 @@
+use pulldown_cmark::Options;
+
 use super::*;
 
 fn block(text: &str, line: u32, page: Option<u32>) -> Item {

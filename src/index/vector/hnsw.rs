@@ -1,6 +1,9 @@
 //! HNSW graphs of formats 1–3: still searched, no longer built, every link checked before
 //! the graph is trusted.
 
+use instant_distance::Point;
+use serde_big_array::BigArray;
+
 use super::*;
 
 /// Seed of the HNSW level generator: fixed, so the graph is reproducible.

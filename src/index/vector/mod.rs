@@ -9,12 +9,9 @@
 //! Bundles of formats 1–3 may hold an `instant-distance` HNSW graph instead; it is still
 //! searched, but no longer built (the scan measured better: `docs/measurements/2026-11-29-compact-codes-vs-hnsw.md`).
 
-use instant_distance::{Hnsw, Point, Search};
+use instant_distance::{Hnsw, Search};
 use serde::{Deserialize, Serialize};
-use serde_big_array::BigArray;
 
-use crate::encoding::Bytes;
-use crate::encoding::Pieces;
 use crate::error::{Error, Result};
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,6 +1,8 @@
 //! The vectors section on the wire: every form formats 1–9 wrote (postcard variants of
 //! [`Wire`]), format 8's deflated row blocks, and decoding with every length checked.
 
+use crate::encoding::{Bytes, Pieces};
+
 use super::*;
 
 /// The vectors section's bytes as read (postcard; variants in this order). `Flat`, `Hnsw` and
