@@ -18,9 +18,18 @@ pub enum Error {
     #[error("bundle format version {found} is newer than this engine supports (up to {supported}); upgrade docloupe")]
     NewerFormat { found: u32, supported: u32 },
 
-    /// Written by an older builder whose layout is no longer read.
-    #[error("bundle format version {found} is older than this engine supports (from {oldest}); rebuild the bundle")]
-    OlderFormat { found: u32, oldest: u32 },
+    /// Written by an older builder whose layout is no longer read: only the current format
+    /// and the one before it are.
+    #[error("{layout} version {found} is older than this engine reads ({oldest} and newer); rebuild it with {rebuild_with}")]
+    OlderFormat {
+        /// `bundle format` or `split layout`.
+        layout: &'static str,
+        found: u32,
+        oldest: u32,
+        /// The index-builder release that writes what this engine reads
+        /// ([`crate::bundle::REBUILD_WITH`]).
+        rebuild_with: &'static str,
+    },
 
     /// Built with text-analysis rules newer than this engine's: its queries could not be
     /// analyzed the way its text was.
@@ -180,8 +189,13 @@ impl Error {
             Error::BadMagic => json!({"reason": "NotABundle"}),
             Error::NewerFormat { found, supported } => newer("NewerFormat", *found, *supported),
             Error::NewerAnalyzer { found, supported } => newer("NewerAnalyzer", *found, *supported),
-            Error::OlderFormat { found, oldest } => {
-                json!({"reason": "OlderFormat", "found": found, "oldest": oldest})
+            Error::OlderFormat {
+                found,
+                oldest,
+                rebuild_with,
+                ..
+            } => {
+                json!({"reason": "OlderFormat", "found": found, "oldest": oldest, "rebuildWith": rebuild_with})
             }
             Error::ChecksumMismatch { part } => {
                 json!({"reason": "ChecksumMismatch", "part": part})

@@ -1,86 +1,110 @@
-//! Spec: bundles written by earlier releases keep loading (or fail with the typed version
-//! error). `tests/fixtures/bundles/v1-fulltext.bundle` was written by format version 1 from
-//! `tests/fixtures/docs` with `--no-embeddings --project docloupe/fixtures`, and
-//! `v1-hybrid.bundle` from the same folder with `--model` (all-MiniLM-L6-v2 int8) instead of
-//! `--no-embeddings`. `v2-mixed.bundle` was written by format version 2 from `en/` and `ru/` of
-//! `tests/fixtures/docs` plus `papers/smith2020.pdf` (the four-page paper of
-//! `tests/collections_spec.rs`, written by `tests/formats::pdf` with its outline and title),
-//! with `--model` (all-MiniLM-L6-v2 int8), `--project docloupe/fixtures` and `--references`
-//! holding two CSL-JSON entries: `smith2020` (article, Smith, Ada, 2020, DOI
-//! 10.1000/edge.2020, keyword caching, collection Thesis) and `caching` (webpage "Caching
-//! guide", URL https://example.org/caching). `v3-fulltext.bundle` was written by format
-//! version 3 from `tests/fixtures/docs` with `--no-embeddings --project docloupe/fixtures`.
-//! `v4-coded.bundle` was written by format version 4 from `tests/fixtures/docs` with
-//! `--model` (all-MiniLM-L6-v2 int8), `--compact-threshold 1` (compact first-pass codes) and
-//! `--project docloupe/fixtures`. `v5-coded.bundle` was written by format version 5 (chunk
-//! metadata packed) with the same arguments, `v6-coded.bundle` by format version 6 (vectors
-//! in the 4-bit form) with the same arguments again, `v7-coded.bundle` by format version 7
-//! (chunk texts deflated in blocks) with the same arguments once more, and `v8-coded.bundle`
-//! by format version 8 (docs and lexical sections deflated, vectors deflated in rows, codes
-//! computed when read) with the same arguments.
-//! Never regenerate them — add new files for a new format version instead.
+//! Spec: the engine reads the current bundle format and the one before it, the same for the
+//! file, the split layout and the lexical build; anything older is refused with the typed
+//! error that names the index-builder to rebuild with.
+//!
+//! Frozen files (never regenerate them; add new ones for a new version):
+//! - `tests/fixtures/bundles/v8-coded.bundle`: format 8, written from `tests/fixtures/docs`
+//!   with `--model` (all-MiniLM-L6-v2 int8), `--compact-threshold 1` (compact first-pass
+//!   codes) and `--project docloupe/fixtures`.
+//! - `v9-coded.bundle`: format 9 (documents say where their dates come from), the same
+//!   documents and arguments.
+//! - `v9-mixed.bundle`: format 9, the same documents plus `papers/smith2020.pdf` (the
+//!   four-page paper of `tests/collections_spec.rs`, written by `tests/formats::pdf` with its
+//!   outline and title), with `--model`, `--project docloupe/fixtures` and `--references`
+//!   holding two CSL-JSON entries: `smith2020` (article-journal "Caching at the Edge", Smith,
+//!   Ada, 2020, DOI 10.1000/edge.2020) and `caching` (webpage "Caching guide", URL
+//!   https://example.org/caching).
+//! - `v7-coded.bundle`: format 7 (chunk texts deflated in blocks), the arguments of
+//!   `v8-coded`: the newest format no longer read.
+//! - `tests/fixtures/splits/v11-coded/`: split layout 11, cut from `v8-coded.bundle` by
+//!   the index-builder of format 8 (`index-builder split`); `v12-coded/`: layout 12, cut from
+//!   `v9-coded.bundle`.
 
 mod common;
 
-use docloupe::bundle::{self, FORMAT_VERSION};
-use docloupe::{Engine, Mode, SearchRequest};
+use std::collections::HashMap;
+use std::path::Path;
 
-const V1: &[u8] = include_bytes!("fixtures/bundles/v1-fulltext.bundle");
-/// The same documents with vectors (`--model` all-MiniLM-L6-v2 int8), written by format 1.
-const V1_HYBRID: &[u8] = include_bytes!("fixtures/bundles/v1-hybrid.bundle");
-/// Format 2: a PDF with page spans and two documents with citations.
-const V2_MIXED: &[u8] = include_bytes!("fixtures/bundles/v2-mixed.bundle");
-/// Format 3: documents with their creation date and file size.
-const V3: &[u8] = include_bytes!("fixtures/bundles/v3-fulltext.bundle");
-/// Format 4: vectors with compact first-pass codes.
-const V4: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");
-/// Format 5: chunk metadata packed (binary ids, breadcrumbs and anchors once per change).
-const V5: &[u8] = include_bytes!("fixtures/bundles/v5-coded.bundle");
-/// Format 6: vectors in the 4-bit form, two values a byte.
-const V6: &[u8] = include_bytes!("fixtures/bundles/v6-coded.bundle");
-/// Format 7: chunk texts deflated in blocks.
-const V7: &[u8] = include_bytes!("fixtures/bundles/v7-coded.bundle");
+use docloupe::bundle::{self, FORMAT_VERSION, OLDEST_FORMAT_VERSION, REBUILD_WITH};
+use docloupe::{Engine, Error, ErrorResponse, Mode, SearchRequest};
+
 /// Format 8: every section deflated; the compact codes computed when read.
 const V8: &[u8] = include_bytes!("fixtures/bundles/v8-coded.bundle");
+/// Format 9: the same documents, whose dates say where they come from.
+const V9: &[u8] = include_bytes!("fixtures/bundles/v9-coded.bundle");
+/// Format 9: a PDF with page spans and two documents with citations.
+const V9_MIXED: &[u8] = include_bytes!("fixtures/bundles/v9-mixed.bundle");
+/// Format 7: no longer read.
+const V7: &[u8] = include_bytes!("fixtures/bundles/v7-coded.bundle");
 
 #[test]
-fn a_frozen_v1_bundle_still_loads_and_answers() {
-    let engine = Engine::from_bundle(V1, None).unwrap();
+fn the_engine_reads_the_current_format_and_the_one_before() {
     assert_eq!(
-        engine.header().project_id.as_deref(),
-        Some("docloupe/fixtures")
+        FORMAT_VERSION, 9,
+        "a new format adds its frozen bundle here"
     );
-    assert_eq!(engine.header().counts.documents, 7);
-    let r = engine
-        .search(&SearchRequest::new("размер кэша").mode(Mode::Fulltext))
-        .unwrap();
-    assert_eq!(r.results[0].document_path, "ru/документация.md");
+    assert_eq!(OLDEST_FORMAT_VERSION, FORMAT_VERSION - 1);
+    for (bytes, version) in [(V8, 8u32), (V9, 9), (V9_MIXED, 9)] {
+        assert_eq!(bytes[8..12], version.to_le_bytes());
+    }
 }
 
 #[test]
-fn a_frozen_v1_bundle_with_vectors_still_loads_and_answers_lexically() {
-    let engine = Engine::from_bundle(V1_HYBRID, None).unwrap();
-    assert_eq!(engine.header().counts.vectors, 14);
-    let r = engine
-        .search(&SearchRequest::new("cache size").mode(Mode::Fulltext))
-        .unwrap();
-    assert_eq!(r.results[0].document_path, "en/caching.md");
+fn frozen_v8_and_v9_bundles_load_and_answer() {
+    for bytes in [V8, V9] {
+        let engine = Engine::from_bundle(bytes, None).unwrap();
+        assert_eq!(
+            engine.header().project_id.as_deref(),
+            Some("docloupe/fixtures")
+        );
+        assert_eq!(engine.header().counts.documents, 7);
+        let r = engine
+            .search(&SearchRequest::new("размер кэша").mode(Mode::Fulltext))
+            .unwrap();
+        assert_eq!(r.results[0].document_path, "ru/документация.md");
+        searches_its_compact_codes(bytes);
+    }
+}
+
+/// Format 9 stores what format 8 did, and where each document's dates come from: the same
+/// chunks, postings and texts, the same answers.
+#[test]
+fn a_v9_bundle_holds_the_v8_data_and_the_dates_sources() {
+    let (v8, v9) = (bundle::decode(V8).unwrap(), bundle::decode(V9).unwrap());
+    assert_eq!(v9.docs.chunks, v8.docs.chunks);
+    assert_eq!(v9.lexical, v8.lexical);
+    assert_eq!(v9.text, v8.text);
+    assert!(v8.docs.documents.iter().all(|d| d.date_source.is_none()));
+    let dated = |b: &bundle::Bundle| {
+        b.docs
+            .documents
+            .iter()
+            .filter(|d| d.date.is_some())
+            .map(|d| d.path.clone())
+            .collect::<Vec<_>>()
+    };
+    assert!(!dated(&v9).is_empty());
+    assert_eq!(dated(&v9), dated(&v8));
+    assert!(v9
+        .docs
+        .documents
+        .iter()
+        .all(|d| d.date.is_none() || d.date_source.is_some()));
+    // The fulltext answers differ only by the field format 9 adds (the vectors were embedded
+    // on different machines, whose kernels differ in the last bits).
+    let sources =
+        ["front_matter", "document", "metadata"].map(|s| format!(r#""dateSource":"{s}","#));
+    for query in ["cache size", "размер кэша", "how do I install it"] {
+        let v9 = sources
+            .iter()
+            .fold(fulltext(V9, query), |a, s| a.replace(s, ""));
+        assert_eq!(v9, fulltext(V8, query), "{query}");
+    }
 }
 
 #[test]
-fn a_v1_bundle_reads_as_the_current_model_without_pages_or_citations() {
-    let b = bundle::decode(V1_HYBRID).unwrap();
-    assert!(b.docs.chunks.iter().all(|c| c.page_span.is_none()));
-    assert!(b.docs.documents.iter().all(|d| d.citation.is_none()));
-    // Re-encoded, it is a current-format bundle that decodes to the same content.
-    let again = bundle::decode(&bundle::encode(&b).unwrap()).unwrap();
-    assert_eq!(again.docs, b.docs);
-    assert_eq!(again.text, b.text);
-}
-
-#[test]
-fn a_frozen_v2_bundle_still_loads_and_answers_with_pages_and_citations() {
-    let engine = Engine::from_bundle(V2_MIXED, None).unwrap();
+fn a_frozen_v9_bundle_answers_with_pages_and_citations() {
+    let engine = Engine::from_bundle(V9_MIXED, None).unwrap();
     assert_eq!(engine.header().counts.documents, 8);
     let r = engine
         .search(&SearchRequest::new("zebrafish").mode(Mode::Fulltext))
@@ -98,41 +122,6 @@ fn a_frozen_v2_bundle_still_loads_and_answers_with_pages_and_citations() {
         (c.citekey.as_str(), c.url.as_deref()),
         ("caching", Some("https://example.org/caching"))
     );
-}
-
-#[test]
-fn a_v2_bundle_reads_without_creation_dates_or_sizes() {
-    let b = bundle::decode(V2_MIXED).unwrap();
-    assert!(b
-        .docs
-        .documents
-        .iter()
-        .all(|d| d.created.is_none() && d.file_size.is_none()));
-    assert!(b.docs.documents.iter().any(|d| d.citation.is_some()));
-}
-
-#[test]
-fn a_frozen_v3_bundle_loads_with_dates_and_sizes() {
-    let b = bundle::decode(V3).unwrap();
-    let caching = b
-        .docs
-        .documents
-        .iter()
-        .find(|d| d.path == "en/caching.md")
-        .unwrap();
-    assert_eq!(caching.date.as_deref(), Some("2024-03-05"));
-    assert_eq!(caching.created.as_deref(), Some("2024-03-05"));
-    let size = std::fs::metadata(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/docs/en/caching.md"),
-    )
-    .unwrap()
-    .len();
-    assert_eq!(caching.file_size, Some(size));
-}
-
-#[test]
-fn a_frozen_v4_bundle_searches_its_compact_codes() {
-    searches_its_compact_codes(V4);
 }
 
 /// A frozen bundle with compact codes (48 bytes a chunk) answers a semantic question.
@@ -153,43 +142,34 @@ fn searches_its_compact_codes(bytes: &[u8]) {
     assert_eq!(r.results[0].document_path, "en/caching.md");
 }
 
-/// Bundles indexed with analyzer version 1 (every frozen one) dropped `if`, `for`, `in` ... as
-/// stop words; their queries still do, so such a word is not looked up, corrected or counted
-/// against a page that never indexed it.
+/// The v8 bundle was indexed with analyzer version 2, which reads a soft hyphen inside a word
+/// as a break; the v9 one with version 3, which reads the word as displayed. Each is queried
+/// with its own rules, so a query matches the text the way the text was indexed.
 #[test]
 fn a_bundle_is_queried_with_the_analyzer_rules_it_was_built_with() {
-    assert_eq!(bundle::decode(V4).unwrap().header.analyzer.version, 1);
-    let engine = Engine::from_bundle(V4, None).unwrap();
-    let paths = |q: &str| {
-        let r = engine
-            .search(&SearchRequest::new(q).mode(Mode::Fulltext))
-            .unwrap();
-        let scores: Vec<_> = r
-            .results
-            .iter()
-            .map(|x| (x.document_path.clone(), x.score))
-            .collect();
-        (r.total, scores)
-    };
-    assert_eq!(paths("if the cache is full"), paths("cache full"));
-    assert_eq!(paths("for caching in memory"), paths("caching memory"));
+    assert_eq!(bundle::decode(V8).unwrap().header.analyzer.version, 2);
+    assert_eq!(bundle::decode(V9).unwrap().header.analyzer.version, 3);
+    let shown = "ca\u{AD}che size";
+    assert_eq!(fulltext(V9, shown), fulltext(V9, "cache size"));
+    assert_eq!(fulltext(V8, shown), fulltext(V8, "ca che size"));
+    assert_ne!(fulltext(V8, shown), fulltext(V8, "cache size"));
 }
 
 #[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 8 the encoder must still write exactly these bytes, from the
+    // While FORMAT_VERSION is 9 the encoder must still write exactly these bytes, from the
     // text blocks as read and from the texts as plain strings; when the format changes, this
     // test moves to the new version's frozen file.
-    if FORMAT_VERSION == 8 {
-        let read = bundle::decode(V8).unwrap();
-        assert_eq!(bundle::encode(&read).unwrap(), V8);
+    for frozen in [V9, V9_MIXED] {
+        let read = bundle::decode(frozen).unwrap();
+        assert_eq!(bundle::encode(&read).unwrap(), frozen);
         // Written in pieces (as the builder writes a file), the same bytes.
         let mut pieces = Vec::new();
         bundle::encode_pieces(&read)
             .unwrap()
             .write_to(&mut pieces)
             .unwrap();
-        assert_eq!(pieces, V8);
+        assert_eq!(pieces, frozen);
         let texts = read
             .text
             .all()
@@ -201,46 +181,28 @@ fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
             text: bundle::TextSection::new(texts),
             ..read
         };
-        assert_eq!(bundle::encode(&plain).unwrap(), V8);
+        assert_eq!(bundle::encode(&plain).unwrap(), frozen);
     }
 }
 
-/// Format 8 stores what format 7 did, deflated: the same documents, chunks, postings, texts
-/// and vectors, and the same compact codes, which it no longer stores but computes when read;
-/// the same answers.
-#[test]
-fn a_frozen_v8_bundle_holds_the_v7_data_deflated() {
-    let (v7, v8) = (bundle::decode(V7).unwrap(), bundle::decode(V8).unwrap());
-    assert_eq!(v8.docs, v7.docs);
-    assert_eq!(v8.lexical, v7.lexical);
-    assert_eq!(v8.text, v7.text);
-    assert_eq!(
-        section(V8, bundle::SectionKind::Text),
-        section(V7, bundle::SectionKind::Text)
-    );
-    use docloupe::index::vector::VectorIndex;
-    let (Some(VectorIndex::Coded(a)), Some(VectorIndex::Coded(b))) = (&v7.vectors, &v8.vectors)
-    else {
-        panic!("both fixtures hold compact codes");
-    };
-    assert_eq!(a, b);
-    // Only how the docs and lexical sections are stored differs.
-    for kind in [bundle::SectionKind::Docs, bundle::SectionKind::Lexical] {
-        assert_ne!(section(V8, kind), section(V7, kind));
-    }
-    assert_eq!(answers(V8), answers(V7));
-    searches_its_compact_codes(V8);
+/// What a bundle answers to `query` in fulltext, as JSON.
+fn fulltext(bytes: &[u8], query: &str) -> String {
+    let r = Engine::from_bundle(bytes, None)
+        .unwrap()
+        .search(&SearchRequest::new(query).mode(Mode::Fulltext))
+        .unwrap();
+    serde_json::to_string(&r.results).unwrap()
 }
 
-/// What a bundle answers to one question in each mode, as JSON.
-fn answers(bytes: &[u8]) -> Vec<String> {
+/// What a bundle answers to `query` in each mode, as JSON.
+fn answers(bytes: &[u8], query: &str) -> Vec<String> {
     let engine = Engine::from_bundle(bytes, Some(common::model_files())).unwrap();
     [Mode::Fulltext, Mode::Semantic, Mode::Hybrid]
         .into_iter()
         .map(|mode| {
             let r = engine
                 .search(&SearchRequest {
-                    query: "how big may the cache grow".into(),
+                    query: query.into(),
                     mode: Some(mode),
                     ..Default::default()
                 })
@@ -250,77 +212,77 @@ fn answers(bytes: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// Format 7 stores what format 6 did, the chunk texts deflated: the same documents, chunks,
-/// postings, vectors and texts, a smaller text section, the same answers.
+/// The refusal every reader gives a bundle of format 1 to 7: `OlderFormat`, naming the
+/// index-builder to rebuild with, for the full engine and the lexical build's decoder alike.
 #[test]
-fn a_frozen_v7_bundle_holds_the_v6_texts_deflated() {
-    let (v6, v7) = (bundle::decode(V6).unwrap(), bundle::decode(V7).unwrap());
-    assert_eq!(v7.docs, v6.docs);
-    assert_eq!(v7.lexical, v6.lexical);
-    assert_eq!(v7.text, v6.text);
-    assert_eq!(vectors_section(V7), vectors_section(V6));
-    let (plain, deflated) = (
-        section(V6, bundle::SectionKind::Text),
-        section(V7, bundle::SectionKind::Text),
+fn older_formats_are_refused_naming_the_index_builder_to_rebuild_with() {
+    let refused = |bytes: &[u8], found: u32| {
+        for e in [
+            Engine::from_bundle(bytes, None).unwrap_err(),
+            bundle::decode_lexical(bytes).unwrap_err(),
+        ] {
+            let m = e.to_string();
+            assert!(
+                m.contains(&format!("version {found} is older"))
+                    && m.contains("(8 and newer)")
+                    && m.contains(REBUILD_WITH),
+                "{m}"
+            );
+            let r = ErrorResponse::from(e);
+            assert_eq!(r.error_code, docloupe::ErrorCode::DocsCollectionUnavailable);
+            let d = r.details.unwrap();
+            assert_eq!(
+                (&d["reason"], &d["found"], &d["oldest"], &d["rebuildWith"]),
+                (
+                    &"OlderFormat".into(),
+                    &found.into(),
+                    &8.into(),
+                    &REBUILD_WITH.into()
+                )
+            );
+        }
+    };
+    // The frozen format-7 bundle, and every older version number on a current prefix.
+    refused(V7, 7);
+    for old in 0..OLDEST_FORMAT_VERSION {
+        let mut bytes = V8.to_vec();
+        bytes[8..12].copy_from_slice(&old.to_le_bytes());
+        refused(&bytes, old);
+    }
+    assert_eq!(
+        REBUILD_WITH,
+        concat!("index-builder ", env!("CARGO_PKG_VERSION"))
     );
-    assert!(
-        deflated.len() * 10 < plain.len() * 7,
-        "{} {}",
-        deflated.len(),
-        plain.len()
-    );
-    assert_eq!(answers(V7), answers(V6));
-    searches_its_compact_codes(V7);
 }
 
-/// Format 6 stores what format 5 did, with each int8 vector in its 4-bit form: the same
-/// chunks, the same first-pass codes' layout, half the vector bytes, the same answers.
-#[test]
-fn a_frozen_v6_bundle_holds_the_v5_vectors_in_4_bits() {
-    use docloupe::index::vector::QVec;
-    let (v5, v6) = (bundle::decode(V5).unwrap(), bundle::decode(V6).unwrap());
-    let vectors =
-        |b: &bundle::Bundle| -> Vec<QVec> { b.vectors.as_ref().unwrap().vectors().collect() };
-    let four: Vec<QVec> = vectors(&v5).iter().map(QVec::to_4bit).collect();
-    assert_eq!(vectors(&v6), four);
-    assert!(vectors(&v6).iter().all(QVec::is_4bit));
-    assert!(!vectors(&v5).iter().any(QVec::is_4bit));
-    // 14 vectors of 384 dims: about 391 bytes each at int8, 197 at 4 bits (the levels and
-    // codes, 3.7 KB, are the same).
-    let (v5_len, v6_len) = (vectors_section(V5).len(), vectors_section(V6).len());
-    assert!(v5_len - v6_len >= 14 * 190, "{v5_len} {v6_len}");
-    searches_its_compact_codes(V5);
-    searches_its_compact_codes(V6);
-}
+const BUILD_ARGS: [&str; 7] = [
+    "--compact-threshold",
+    "1",
+    "--project",
+    "docloupe/fixtures",
+    "--quiet",
+    "--incremental",
+    // A frozen bundle carries no seal of this machine's builder (`trust.rs`).
+    "--trust-previous",
+];
 
-/// `--incremental` over a format-5 bundle embeds nothing: it takes the int8 vectors and
-/// writes them in the 4-bit form, which is what a clean build writes (the v6 fixture was
-/// built clean from the same documents with the same model; `cmp` found the whole files
-/// identical where it was made).
+/// `--incremental` over a format-8 bundle embeds nothing: it takes its vectors, and writes
+/// the current format, which is what a clean build writes.
 #[test]
-fn an_incremental_build_over_a_v5_bundle_converts_its_vectors_without_embedding() {
+fn an_incremental_build_over_a_v8_bundle_reuses_its_vectors() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("v5.bundle");
-    std::fs::write(&out, V5).unwrap();
-    let args = [
-        "--compact-threshold",
-        "1",
-        "--project",
-        "docloupe/fixtures",
-        "--quiet",
-        "--incremental",
-        // A frozen bundle carries no seal of this machine's builder (`trust.rs`).
-        "--trust-previous",
-    ];
-    let report = common::build(&common::fixtures(), &out, &args);
+    let out = dir.path().join("v8.bundle");
+    std::fs::write(&out, V8).unwrap();
+    let args = &BUILD_ARGS;
+    let report = common::build(&common::fixtures(), &out, args);
     assert_eq!(report["chunksEmbedded"], 0, "{report}");
     assert_eq!(report["chunksReused"], 14, "{report}");
     let bytes = std::fs::read(&out).unwrap();
-    let (built, v6) = (bundle::decode(&bytes).unwrap(), bundle::decode(V6).unwrap());
+    let (built, v8) = (bundle::decode(&bytes).unwrap(), bundle::decode(V8).unwrap());
     assert_eq!(bytes[8..12], FORMAT_VERSION.to_le_bytes());
     let vectors =
         |b: &bundle::Bundle| -> Vec<_> { b.vectors.as_ref().unwrap().vectors().collect() };
-    assert_eq!(vectors(&built), vectors(&v6));
+    assert_eq!(vectors(&built), vectors(&v8));
     // And the rest is what a clean build of the current format writes (its vectors are this
     // machine's, which the fast kernels make differ from the frozen ones in the last bits).
     let clean = dir.path().join("clean.bundle");
@@ -332,59 +294,36 @@ fn an_incremental_build_over_a_v5_bundle_converts_its_vectors_without_embedding(
     assert_eq!(built.header.analyzer, clean.header.analyzer);
 }
 
-/// The raw bytes of a bundle's vectors section.
-fn vectors_section(bytes: &[u8]) -> Vec<u8> {
-    section(bytes, bundle::SectionKind::Vectors)
-}
-
-/// The raw bytes of one section of a bundle.
-fn section(bytes: &[u8], kind: bundle::SectionKind) -> Vec<u8> {
-    let (header, body) = bundle::decode_header(bytes).unwrap();
-    let entry = header.sections.iter().find(|s| s.kind == kind).unwrap();
-    bundle::section_bytes(bytes, body, entry).unwrap().to_vec()
-}
-
-/// Every older bundle's chunk metadata survives being written packed and read back: ids,
-/// breadcrumbs (the PDF's included), anchors, lines and pages.
+/// `--incremental` over a bundle too old to read builds clean, saying why.
 #[test]
-fn older_chunk_metadata_reads_back_the_same_from_the_packed_form() {
-    for old in [V1, V1_HYBRID, V2_MIXED, V3, V4, V5, V6, V7] {
-        let decoded = bundle::decode(old).unwrap();
-        let reread = bundle::decode(&bundle::encode(&decoded).unwrap()).unwrap();
-        assert_eq!(reread.docs, decoded.docs);
-    }
-    // Packing is what shrinks the section, not a change in what the chunks say.
-    let v5 = bundle::decode(V5).unwrap();
-    let v4 = bundle::decode(V4).unwrap();
-    let without_ids = |d: &bundle::DocsSection| {
-        let mut d = d.clone();
-        d.chunks.iter_mut().for_each(|c| c.id.clear());
-        d
-    };
-    assert_eq!(without_ids(&v5.docs), without_ids(&v4.docs));
+fn an_incremental_build_over_a_v7_bundle_embeds_everything_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v7.bundle");
+    std::fs::write(&out, V7).unwrap();
+    let report = common::build(&common::fixtures(), &out, &BUILD_ARGS);
+    let embedded =
+        report["chunksEmbedded"].as_u64().unwrap() + report["chunksShared"].as_u64().unwrap();
+    assert_eq!(embedded, 14, "{report}");
+    assert_eq!(report["chunksReused"], 0, "{report}");
+    let warned = common::warnings(&report)
+        .iter()
+        .any(|w| w.contains("cannot be reused") && w.contains("version 7 is older"));
+    assert!(warned, "{report}");
+    assert!(Engine::from_bundle(&std::fs::read(&out).unwrap(), None).is_ok());
 }
 
 /// What an incremental build keeps of the previous bundle, read apart from a whole decode:
-/// the chunk metadata as written, a document at a time (formats 5 on; `None` before, whose
-/// chunks were laid out otherwise), the texts, and the vectors give back what the whole
-/// decode does, from every frozen format.
+/// the chunk metadata as written, a document at a time, the texts, and the vectors give back
+/// what the whole decode does, from every frozen format read.
 #[test]
 fn every_format_reads_back_apart_as_it_decodes_whole() {
-    let frozen = [V1, V1_HYBRID, V2_MIXED, V3, V4, V5, V6, V7, V8];
-    for (k, bytes) in frozen.into_iter().enumerate() {
+    for (k, bytes) in [V8, V9, V9_MIXED].into_iter().enumerate() {
         let whole = bundle::decode(bytes).unwrap();
-        let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-        match bundle::packed_docs(bytes).unwrap() {
-            Some(docs) => {
-                assert!(version >= 5, "fixture {k}");
-                assert_eq!(docs.documents(), whole.docs.documents.as_slice());
-                for (d, doc) in whole.docs.documents.iter().enumerate() {
-                    let run =
-                        doc.first_chunk as usize..(doc.first_chunk + doc.chunk_count) as usize;
-                    assert_eq!(docs.chunks(d).unwrap(), whole.docs.chunks[run]);
-                }
-            }
-            None => assert!(version < 5, "fixture {k}"),
+        let docs = bundle::packed_docs(bytes).unwrap();
+        assert_eq!(docs.documents(), whole.docs.documents.as_slice());
+        for (d, doc) in whole.docs.documents.iter().enumerate() {
+            let run = doc.first_chunk as usize..(doc.first_chunk + doc.chunk_count) as usize;
+            assert_eq!(docs.chunks(d).unwrap(), whole.docs.chunks[run]);
         }
         assert_eq!(
             bundle::decode_text(bytes).unwrap(),
@@ -398,4 +337,77 @@ fn every_format_reads_back_apart_as_it_decodes_whole() {
             "fixture {k}"
         );
     }
+}
+
+/// A frozen split layout's files by name.
+fn split_files(name: &str) -> HashMap<String, Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/splits")
+        .join(name);
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
+/// The contract's answers of a split engine, fetching the files it names, in each mode.
+fn split_answers(files: &HashMap<String, Vec<u8>>, query: &str) -> Vec<String> {
+    let mut engine = Engine::split(&files["core.bin"]).unwrap();
+    engine
+        .install_embedder(docloupe::Embedder::new(common::model_files()).unwrap())
+        .unwrap();
+    [Mode::Fulltext, Mode::Semantic, Mode::Hybrid]
+        .into_iter()
+        .map(|mode| {
+            let req = SearchRequest {
+                query: query.into(),
+                mode: Some(mode),
+                ..Default::default()
+            };
+            let r = engine
+                .search_fetching(&req, |name| {
+                    files
+                        .get(name)
+                        .cloned()
+                        .ok_or_else(|| Error::Internal(format!("no file {name}")))
+                })
+                .unwrap();
+            serde_json::to_string(&r.results).unwrap()
+        })
+        .collect()
+}
+
+/// Split layouts 11 and 12, cut from the v8 and v9 bundles, answer as their bundles do.
+#[test]
+fn frozen_split_layouts_11_and_12_answer_as_their_bundles() {
+    for (split, whole) in [("v11-coded", V8), ("v12-coded", V9)] {
+        let files = split_files(split);
+        for query in ["cache size", "размер кэша", "how do I install it"] {
+            assert_eq!(
+                split_answers(&files, query),
+                answers(whole, query),
+                "{split}: {query}"
+            );
+        }
+    }
+}
+
+/// A split core older than layout 11 is refused as `OlderFormat`, naming the index-builder
+/// whose `split` cuts it again.
+#[test]
+fn older_split_layouts_are_refused_naming_the_index_builder() {
+    let files = split_files("v11-coded");
+    let mut core = files["core.bin"].clone();
+    core[8..12].copy_from_slice(&10u32.to_le_bytes());
+    let m = Engine::split(&core).unwrap_err().to_string();
+    assert!(
+        m.contains("split layout version 10 is older than this engine reads (11 and newer)")
+            && m.contains(REBUILD_WITH),
+        "{m}"
+    );
 }

@@ -557,7 +557,7 @@ fn a_bad_core_is_refused_with_a_typed_error() {
 fn bad_shards_are_refused_and_leave_the_engine_working() {
     let bytes = common::fixture_bundle();
     let files = files_of(bytes, TINY);
-    let other = frozen_files("v1-fulltext.bundle");
+    let other = frozen_files("v9-mixed.bundle");
     let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
     let shard = "lex-0.bin";
     let good = &files[shard];
@@ -615,7 +615,7 @@ fn bad_vector_pieces_are_refused_and_the_good_ones_still_load() {
     use sha2::{Digest, Sha256};
     let bytes = common::fixture_bundle();
     let files = files_of(bytes, TINY);
-    let other = frozen_files("v6-coded.bundle");
+    let other = frozen_files("v8-coded.bundle");
     let pieces: Vec<&String> = files.keys().filter(|f| f.starts_with("vec-")).collect();
     let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
     let good = &files["vec-0.bin"];

@@ -11,10 +11,11 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 /// Frozen bundle of `tests/fixtures/docs` in the current format, with vectors (see
 /// tests/format_compat.rs).
-const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v6-coded.bundle");
-/// The same in formats 1 and 4, which the lexical build does not read.
-const V1: &[u8] = include_bytes!("fixtures/bundles/v1-hybrid.bundle");
-const V4: &[u8] = include_bytes!("fixtures/bundles/v4-coded.bundle");
+const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v9-coded.bundle");
+/// The format before it, which every build reads.
+const V8: &[u8] = include_bytes!("fixtures/bundles/v8-coded.bundle");
+/// The same in format 7, which no build reads any longer.
+const V7: &[u8] = include_bytes!("fixtures/bundles/v7-coded.bundle");
 
 fn engine() -> WasmEngine {
     WasmEngine::new(BUNDLE).unwrap_or_else(|e| panic!("the frozen bundle loads: {e:?}"))
@@ -172,10 +173,30 @@ fn corrupt_truncated_and_foreign_bundles_are_typed_errors() {
     }
 }
 
-/// Formats 1 to 4 are left out of the first-paint build: a typed error that says to rebuild.
+/// The lexical build reads what every build reads: the current format and the one before.
+#[wasm_bindgen_test]
+fn the_previous_format_loads_and_answers_as_the_current_one() {
+    let search = |bytes: &[u8]| {
+        let engine = WasmEngine::new(bytes).unwrap_or_else(|e| panic!("{e:?}"));
+        let r = value(engine.search(js(&json!({"query": "cache size", "mode": "fulltext"}))));
+        r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (x["documentPath"].clone(), x["chunkIndex"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert!(!search(V8).is_empty());
+    assert_eq!(search(V8), search(BUNDLE));
+}
+
+/// Formats 1 to 7 are refused by every build, this one included: a typed error that names
+/// the index-builder to rebuild with.
 #[wasm_bindgen_test]
 fn an_older_format_bundle_is_refused_with_a_rebuild_error() {
-    for (bytes, found) in [(V1, 1), (V4, 4)] {
+    let mut v1 = V8.to_vec();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    for (bytes, found) in [(V7, 7), (&v1[..], 1)] {
         let err = match WasmEngine::new(bytes) {
             Ok(_) => panic!("the lexical build read a format-{found} bundle"),
             Err(e) => value(e),
@@ -183,11 +204,10 @@ fn an_older_format_bundle_is_refused_with_a_rebuild_error() {
         assert_eq!(err["errorCode"], "DOCS_COLLECTION_UNAVAILABLE", "{err}");
         assert_eq!(err["details"]["reason"], "OlderFormat", "{err}");
         assert_eq!(err["details"]["found"], found, "{err}");
-        assert_eq!(err["details"]["oldest"], 5, "{err}");
-        assert!(
-            err["message"].as_str().unwrap().contains("rebuild"),
-            "{err}"
-        );
+        assert_eq!(err["details"]["oldest"], 8, "{err}");
+        let rebuild = err["details"]["rebuildWith"].as_str().unwrap();
+        assert!(rebuild.starts_with("index-builder "), "{err}");
+        assert!(err["message"].as_str().unwrap().contains(rebuild), "{err}");
     }
 }
 

@@ -388,7 +388,8 @@ impl<'a> BundleBuilder<'a> {
             },
             flags: Flags {
                 hybrid: vectors.is_some(),
-                hnsw: matches!(vectors, Some(VectorIndex::Hnsw(_))),
+                // Formats 1–3's graph; never built since.
+                hnsw: false,
             },
             sections: Vec::new(),
         };
@@ -561,7 +562,7 @@ mod tests {
         let bytes = builder.encode(|| {}).unwrap().into_bytes();
         let whole = crate::bundle::decode(&bytes).unwrap();
         assert_eq!(whole.docs.documents.len(), added);
-        let packed = crate::bundle::packed_docs(&bytes).unwrap().unwrap();
+        let packed = crate::bundle::packed_docs(&bytes).unwrap();
         for d in 0..added {
             assert_eq!(packed.chunks(d).unwrap().len(), 200);
         }

@@ -272,8 +272,14 @@ pub(super) fn check_prefix(
     }
     if version < oldest {
         return Err(Error::OlderFormat {
+            layout: if magic == MAGIC {
+                "bundle format"
+            } else {
+                "split layout"
+            },
             found: version,
             oldest,
+            rebuild_with: super::REBUILD_WITH,
         });
     }
     Ok(version)
@@ -312,7 +318,6 @@ pub fn decode_vectors(bytes: &[u8]) -> Result<Option<VectorIndex>> {
     let Some(raw) = raw else {
         return Ok(None);
     };
-    crate::index::vector::validate_graph_bytes(raw)?;
     let vectors = crate::index::vector::decode(raw)?;
     let dims = header.embedding.as_ref().map_or(0, |m| m.dims);
     vectors.validate(header.counts.chunks as usize, dims as usize)?;
@@ -323,26 +328,18 @@ pub fn decode_vectors(bytes: &[u8]) -> Result<Option<VectorIndex>> {
 /// read).
 pub fn decode_text(bytes: &[u8]) -> Result<TextSection> {
     match verified_section(bytes, SectionKind::Text)? {
-        (version, _, Some(section)) => TextSection::decode(section, version),
+        (_, _, Some(section)) => TextSection::decode(section),
         _ => Err(Error::Corrupt("no text section".into())),
     }
 }
 
 /// A bundle's documents and chunk metadata as its `docs` section writes them, read back a
-/// document at a time ([`PackedDocs`]); `None` for formats before 5, which laid chunks out
-/// otherwise. The section's checksum is verified; what it holds is checked as it is read.
-pub fn packed_docs(bytes: &[u8]) -> Result<Option<PackedDocs>> {
+/// document at a time ([`PackedDocs`]). The section's checksum is verified; what it holds is
+/// checked as it is read.
+pub fn packed_docs(bytes: &[u8]) -> Result<PackedDocs> {
     let (version, _, section) = verified_section(bytes, SectionKind::Docs)?;
     let section = section.ok_or_else(|| Error::Corrupt("no docs section".into()))?;
-    if version < 5 {
-        return Ok(None);
-    }
-    let raw = if version >= 8 {
-        encoding::unwrap(section, "docs")?
-    } else {
-        section.to_vec()
-    };
-    PackedDocs::parse(raw, version).map(Some)
+    PackedDocs::parse(encoding::unwrap(section, "docs")?, version)
 }
 
 /// The format version, the header and section `kind` of a whole bundle in memory (`None`:
@@ -410,14 +407,10 @@ pub(super) fn decode_sections<'a>(
     let mut required = |kind: SectionKind| {
         section(kind)?.ok_or_else(|| Error::Corrupt(format!("section {} is missing", kind.name())))
     };
-    // Format 8 deflates the docs and lexical sections whole; natively the two are inflated
-    // and decoded on two cores.
-    let inflated = |raw: Cow<'a, [u8]>, kind: SectionKind| -> Result<Cow<'a, [u8]>> {
-        Ok(if version >= 8 {
-            Cow::Owned(encoding::unwrap(&raw, kind.name())?)
-        } else {
-            raw
-        })
+    // The docs and lexical sections are deflated whole; natively the two are inflated and
+    // decoded on two cores.
+    let inflated = |raw: Cow<'a, [u8]>, kind: SectionKind| -> Result<Vec<u8>> {
+        encoding::unwrap(&raw, kind.name())
     };
     let (docs_raw, lexical_raw) = (
         required(SectionKind::Docs)?,
@@ -425,27 +418,15 @@ pub(super) fn decode_sections<'a>(
     );
     let docs = || -> Result<DocsSection> {
         let raw = inflated(docs_raw, SectionKind::Docs)?;
-        Ok(match version {
-            #[cfg(feature = "vectors")]
-            1 => decode_exact::<super::legacy::DocsSectionV1>(&raw, "docs")?.into(),
-            #[cfg(feature = "vectors")]
-            2 => decode_exact::<super::legacy::DocsSectionV2>(&raw, "docs")?.into(),
-            #[cfg(feature = "vectors")]
-            3 | 4 => {
-                let docs: super::legacy::DocsSectionV3 = decode_exact(&raw, "docs")?;
-                docs.into()
-            }
-            _ => {
-                let docs: DocsIn<super::model::Document> = if version >= 9 {
-                    decode_exact(&raw, "docs")?
-                } else {
-                    decode_exact::<DocsIn<super::model::DocumentV8>>(&raw, "docs")?.current()
-                };
-                let chunks = unpack(&docs.documents, 0, docs.chunks, budget_for(raw.len()))
-                    .map_err(Error::Corrupt)?;
-                DocsSection::new(docs.documents, chunks)
-            }
-        })
+        // Format 8's documents have no `date_source`.
+        let docs: DocsIn<super::model::Document> = if version >= 9 {
+            decode_exact(&raw, "docs")?
+        } else {
+            decode_exact::<DocsIn<super::model::DocumentV8>>(&raw, "docs")?.current()
+        };
+        let chunks = unpack(&docs.documents, 0, docs.chunks, budget_for(raw.len()))
+            .map_err(Error::Corrupt)?;
+        Ok(DocsSection::new(docs.documents, chunks))
     };
     let lexical = || -> Result<LexicalIndex> {
         decode_exact(&inflated(lexical_raw, SectionKind::Lexical)?, "lexical")
@@ -455,13 +436,10 @@ pub(super) fn decode_sections<'a>(
     #[cfg(target_arch = "wasm32")]
     let (docs, lexical) = (docs(), lexical());
     let (docs, lexical) = (docs?, lexical?);
-    let text = TextSection::decode(&required(SectionKind::Text)?, version)?;
+    let text = TextSection::decode(&required(SectionKind::Text)?)?;
     let vectors: Option<VectorIndex> = match (with_vectors, verify_unread) {
         (true, _) => match section(SectionKind::Vectors)? {
-            Some(raw) => {
-                crate::index::vector::validate_graph_bytes(&raw)?;
-                Some(crate::index::vector::decode(&raw)?)
-            }
+            Some(raw) => Some(crate::index::vector::decode(&raw)?),
             None => None,
         },
         (false, true) => {

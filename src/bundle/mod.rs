@@ -24,8 +24,6 @@ mod builder;
 #[cfg(not(target_arch = "wasm32"))]
 mod file;
 mod format;
-#[cfg(feature = "vectors")]
-mod legacy;
 mod model;
 mod packed;
 mod path;
@@ -60,13 +58,11 @@ pub use path::{document_path_problem, is_bidi_control, is_format_char, url_schem
 /// when read ([`crate::index::vector`]). 9: documents say where their dates come from
 /// ([`DateSource`]).
 pub const FORMAT_VERSION: u32 = 9;
-/// The oldest format version this engine still reads.
-#[cfg(feature = "vectors")]
-pub const OLDEST_FORMAT_VERSION: u32 = 1;
-/// The oldest format version this engine still reads: the first-paint build (no vectors:
-/// the lexical wasm, which the browser's first answer and the Worker load, mostly from a
-/// split layout) leaves out the decoders of formats 1 to 4 (their chunk metadata is laid out
-/// differently; 8.1 KB raw for 1 and 2 alone, 3.9 KB of its brotli budget, then 104 KB) and refuses
-/// those bundles as `OlderFormat` ("rebuild the bundle"); every other build reads them.
-#[cfg(not(feature = "vectors"))]
-pub const OLDEST_FORMAT_VERSION: u32 = 5;
+/// The oldest format version this engine reads: the current one and the one before it
+/// (formats 1 to 7 are refused as [`crate::Error::OlderFormat`], which names the
+/// index-builder to rebuild with). The same for every build, the lexical wasm included.
+pub const OLDEST_FORMAT_VERSION: u32 = FORMAT_VERSION - 1;
+
+/// The index-builder release that writes [`FORMAT_VERSION`] (and [`split::SPLIT_VERSION`]):
+/// the one a bundle too old to read is rebuilt with.
+pub const REBUILD_WITH: &str = concat!("index-builder ", env!("CARGO_PKG_VERSION"));

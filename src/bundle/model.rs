@@ -40,8 +40,8 @@ pub struct Counts {
 pub struct Flags {
     /// Vectors are present: semantic and hybrid search are possible.
     pub hybrid: bool,
-    /// The vectors carry an HNSW graph (large bundles of formats 1–3). Format 4 builds
-    /// compact codes instead and leaves this false; `index-builder inspect` names the kind.
+    /// Always false: formats 1–3 marked an HNSW graph so (no longer read). Kept because the
+    /// header is positional; `index-builder inspect` names the vectors' kind.
     pub hnsw: bool,
 }
 

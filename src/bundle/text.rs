@@ -69,12 +69,6 @@ struct BlocksIn {
     blocks: Vec<Block>,
 }
 
-/// Formats 1 to 6's `text` section.
-#[derive(Serialize, Deserialize)]
-struct PlainOut<T> {
-    texts: T,
-}
-
 impl TextSection {
     pub fn new(texts: Vec<String>) -> TextSection {
         TextSection {
@@ -127,7 +121,7 @@ impl TextSection {
         self.range(0..self.len())
     }
 
-    /// The section's bytes (formats 7 and 8). Blocks decoded from a bundle are written as they
+    /// The section's bytes. Blocks decoded from a bundle are written as they
     /// were read (the same texts always make the same blocks).
     pub(super) fn encode(&self) -> Result<Vec<u8>> {
         let made;
@@ -141,13 +135,9 @@ impl TextSection {
         encoding::to_bytes(&BlocksOut { blocks }, "text")
     }
 
-    /// Reads a `text` section of format `version`. Format 7's blocks are checked for shape
-    /// here (counts, lengths, ratio) and inflated when read.
-    pub(super) fn decode(bytes: &[u8], version: u32) -> Result<TextSection> {
-        if version < 7 {
-            let plain: PlainOut<Vec<String>> = decode_exact(bytes, "text")?;
-            return Ok(TextSection::new(plain.texts));
-        }
+    /// Reads a `text` section. Its blocks are checked for shape here (counts, lengths, ratio)
+    /// and inflated when read.
+    pub(super) fn decode(bytes: &[u8]) -> Result<TextSection> {
         let BlocksIn { blocks } = decode_exact(bytes, "text")?;
         Self::from_blocks(blocks)
     }
@@ -315,7 +305,7 @@ impl TextBlocks {
 
     /// The section, the last block closed.
     pub fn finish(self) -> Result<TextSection> {
-        TextSection::decode(&self.into_pieces()?.concat(), super::FORMAT_VERSION)
+        TextSection::decode(&self.into_pieces()?.concat())
     }
 }
 
@@ -386,7 +376,7 @@ mod tests {
         let bytes = TextSection::new(plain.clone()).encode().unwrap();
         let raw: usize = plain.iter().map(String::len).sum();
         assert!(bytes.len() * 4 < raw, "{} of {raw}", bytes.len());
-        let read = TextSection::decode(&bytes, 7).unwrap();
+        let read = TextSection::decode(&bytes).unwrap();
         assert_eq!(read.len(), plain.len());
         match &read.store {
             Store::Blocks(b) => assert!(b.blocks.len() > 5, "{}", b.blocks.len()),
@@ -398,7 +388,7 @@ mod tests {
         assert_eq!(read.all().unwrap(), plain);
         assert!(matches!(read.get(2_000), Err(Error::Corrupt(_))));
         // Read in order without keeping the blocks: the same texts, none left inflated.
-        let fresh = TextSection::decode(&bytes, 7).unwrap();
+        let fresh = TextSection::decode(&bytes).unwrap();
         let mut reader = TextReader::new(&fresh);
         assert_eq!(reader.range(0..2_000).unwrap(), plain);
         assert_eq!(reader.get(3).unwrap(), plain[3]);
@@ -439,7 +429,7 @@ mod tests {
                 "{} texts",
                 texts.len()
             );
-            let read = TextSection::decode(&bytes, super::super::FORMAT_VERSION).unwrap();
+            let read = TextSection::decode(&bytes).unwrap();
             assert_eq!(read.all().unwrap(), texts);
         }
     }
@@ -449,7 +439,7 @@ mod tests {
         let zeros = vec!["0".repeat(200_000)];
         let bytes = TextSection::new(zeros.clone()).encode().unwrap();
         assert!(bytes.len() > 200_000);
-        let read = TextSection::decode(&bytes, 7).unwrap();
+        let read = TextSection::decode(&bytes).unwrap();
         assert_eq!(read.get(0).unwrap(), zeros[0]);
     }
 
@@ -469,7 +459,7 @@ mod tests {
             block(3, good.deflated.len() as u32 * 65, good.deflated.0.clone()),
         ] {
             assert!(matches!(
-                TextSection::decode(&write(&[bad]), 7),
+                TextSection::decode(&write(&[bad])),
                 Err(Error::Corrupt(_))
             ));
         }
@@ -483,19 +473,13 @@ mod tests {
             block(3, good.raw, b"not deflate at all".to_vec()),
         ] {
             let section = write(&[bad]);
-            let read = TextSection::decode(&section, 7).unwrap();
+            let read = TextSection::decode(&section).unwrap();
             assert!(matches!(read.get(0), Err(Error::Corrupt(_))));
-            let read = TextSection::decode(&section, 7).unwrap();
+            let read = TextSection::decode(&section).unwrap();
             assert!(matches!(
                 TextReader::new(&read).get(0),
                 Err(Error::Corrupt(_))
             ));
         }
-        // Formats before 7: plain strings.
-        let plain = crate::encoding::to_bytes(&PlainOut { texts: texts(2) }, "t").unwrap();
-        assert_eq!(
-            TextSection::decode(&plain, 6).unwrap().all().unwrap(),
-            texts(2)
-        );
     }
 }

@@ -14,11 +14,6 @@ use crate::index::vector::VectorIndex;
 /// is still judged on both.
 pub const POOL_PER_SIDE: usize = 100;
 
-/// Below this many chunks in scope, a filtered vector search of an HNSW graph (formats 1–3)
-/// scans them exactly instead of filtering the graph's answer (which could leave fewer than
-/// `k` in scope).
-const EXACT_SCAN_LIMIT: usize = 50_000;
-
 /// What retrieval reads: the corpus, the storage position of each chunk's vector, the scope.
 pub struct Retriever<'a> {
     pub corpus: &'a Corpus<'a>,
@@ -48,12 +43,7 @@ impl Retriever<'_> {
         let mut hits: Vec<(u32, f32)> = match vectors {
             // The first pass reads only in-scope codes, so the shortlist is all in scope.
             VectorIndex::Coded(c) => return c.nearest_where(query, k, Some(&in_scope)),
-            VectorIndex::Hnsw(_) if self.mask.chunks_in_scope > EXACT_SCAN_LIMIT => vectors
-                .nearest(query, usize::MAX)
-                .into_iter()
-                .filter(|&(c, _)| in_scope(c))
-                .collect(),
-            _ => (0..self.corpus.n_chunks() as u32)
+            VectorIndex::Flat(_) => (0..self.corpus.n_chunks() as u32)
                 .filter(|&c| in_scope(c))
                 .filter_map(|c| self.cosine(query, c).map(|s| (c, s)))
                 .collect(),

@@ -213,8 +213,8 @@ test('search_docs: the contract in, the contract out', async () => {
 });
 
 test('a collection with PDFs and references: page numbers and citations in both tools', async () => {
-  // The frozen format-2 bundle: tests/fixtures plus a four-page PDF matched to `smith2020`.
-  const client = await connect(['--bundle', path.join(ROOT, 'tests/fixtures/bundles/v2-mixed.bundle')]);
+  // The frozen format-9 bundle: tests/fixtures plus a four-page PDF matched to `smith2020`.
+  const client = await connect(['--bundle', path.join(ROOT, 'tests/fixtures/bundles/v9-mixed.bundle')]);
   const r = await call(client, 'search_documents', { query: 'zebrafish hit ratio', limit: 1 });
   assert.notEqual(r.isError, true, JSON.stringify(r));
   const doc = r.structuredContent.results[0];

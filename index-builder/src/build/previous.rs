@@ -240,22 +240,11 @@ pub(super) fn previous_bundle(
             hashes.push(Sha256::digest(input.as_bytes()).into());
             Ok(())
         };
-        match &docs {
-            // Formats 5 on: the chunk metadata as written, a document at a time.
-            Some(docs) => {
-                for d in 0..docs.documents().len() {
-                    let first = docs.documents()[d].first_chunk as usize;
-                    for (k, meta) in docs.chunks(d)?.iter().enumerate() {
-                        hash(&meta.section_path, first + k)?;
-                    }
-                }
-            }
-            // Before: the bundle decoded without its vectors.
-            None => {
-                let old = docloupe::bundle::decode_lexical(&bytes)?;
-                for (i, meta) in old.docs.chunks.iter().enumerate() {
-                    hash(&meta.section_path, i)?;
-                }
+        // The chunk metadata as written, a document at a time.
+        for d in 0..docs.documents().len() {
+            let first = docs.documents()[d].first_chunk as usize;
+            for (k, meta) in docs.chunks(d)?.iter().enumerate() {
+                hash(&meta.section_path, first + k)?;
             }
         }
         drop(reader);
@@ -288,10 +277,10 @@ pub(super) fn previous_bundle(
     drop(vectors);
     drop(hashes);
     reuse.stored = Some(stored);
-    // The chunk metadata as written and the texts, for the plans (formats 5 on; an older
-    // bundle's files are cut again).
+    // The chunk metadata as written and the texts, for the plans (a bundle of another
+    // builder has its files cut again).
     if header.builder == builder_id() {
-        reuse.plans = old_docs.map(|docs| (docs, old_text));
+        reuse.plans = Some((old_docs, old_text));
     }
     Ok(reuse)
 }

@@ -32,7 +32,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::format::check_prefix;
-use super::model::{Bundle, ChunkMeta, Document, FacetTable, Header, SectionKind, TextReader};
+use super::model::{
+    Bundle, ChunkMeta, Document, DocumentV8, FacetTable, Header, SectionKind, TextReader,
+};
 use super::packed::{budget_for, pack, unpack, PackedChunk};
 use crate::encoding::{decode_exact, to_bytes};
 use crate::error::{Error, Result};
@@ -49,8 +51,8 @@ pub use read::*;
 pub use write::*;
 
 pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
-/// Version of the split layout (`core.bin`'s); split files are cut again from their bundle
-/// rather than read in an older layout. 3: lexical shards' term counts in the core. 5: each
+/// Version of the split layout (`core.bin`'s). Read are this one and the one before it
+/// ([`OLDEST_SPLIT_VERSION`]); older layouts are refused as `OlderFormat` and cut again. 3: lexical shards' term counts in the core. 5: each
 /// term's surface form in `vocab.bin`. 6: the vocabulary in `voc-N.bin` shards by correction
 /// key. 7: fragments' chunk metadata packed as in format 5's `docs` section. 8: the fragments'
 /// first documents as differences. 9: the vectors section in `vec-N.bin` pieces instead of the
@@ -58,6 +60,8 @@ pub const SPLIT_MAGIC: &[u8; 8] = b"DOCLSPLT";
 /// shard names its bundle by the first 8 bytes of the bundle's sha256 ([`BUNDLE_TAG_BYTES`]),
 /// not all 32. 12: documents say where their dates come from (bundle format 9).
 pub const SPLIT_VERSION: u32 = 12;
+/// The oldest split layout read: 11, whose documents have no `date_source` (bundle format 8).
+pub const OLDEST_SPLIT_VERSION: u32 = SPLIT_VERSION - 1;
 pub const CORE_FILE: &str = "core.bin";
 
 /// Most pieces a split's vectors section is cut into (and a core may claim).
@@ -272,9 +276,10 @@ struct FragShardOut<'a> {
     texts: Vec<String>,
 }
 
+/// A fragment shard as read; layout 11's documents are [`DocumentV8`]s.
 #[derive(Deserialize)]
-struct FragShardIn {
-    documents: Vec<Document>,
+struct FragShardIn<D = Document> {
+    documents: Vec<D>,
     chunks: Vec<PackedChunk<'static>>,
     texts: Vec<String>,
 }

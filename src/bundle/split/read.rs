@@ -7,6 +7,8 @@ use super::*;
 #[derive(Debug)]
 pub struct SplitBundle {
     pub core: Core,
+    /// The layout's version ([`OLDEST_SPLIT_VERSION`] or [`SPLIT_VERSION`]).
+    pub(super) version: u32,
     /// `first_chunk[d]` is document `d`'s first chunk; one extra entry holds the chunk count.
     pub(super) first_chunk: Vec<u32>,
     /// Loaded shards by number (a `Vec`, not a map: the lexical wasm build pays for every
@@ -52,9 +54,12 @@ impl SplitBundle {
     /// Reads and verifies `core.bin`.
     pub fn open(bytes: &[u8]) -> Result<SplitBundle> {
         const PREFIX: usize = 8 + 4 + 32;
-        // Split files are cut from a bundle and cut again with it; only the current layout
-        // of their shards is read.
-        check_prefix(bytes, SPLIT_MAGIC, PREFIX, (SPLIT_VERSION, SPLIT_VERSION))?;
+        let version = check_prefix(
+            bytes,
+            SPLIT_MAGIC,
+            PREFIX,
+            (OLDEST_SPLIT_VERSION, SPLIT_VERSION),
+        )?;
         let payload = &bytes[PREFIX..];
         if Sha256::digest(payload).as_slice() != &bytes[12..44] {
             return Err(Error::ChecksumMismatch {
@@ -127,6 +132,7 @@ impl SplitBundle {
             #[cfg(feature = "vectors")]
             vectors: None,
             core,
+            version,
             first_chunk,
             lexical,
             fragments,
@@ -159,7 +165,16 @@ impl SplitBundle {
                     documents,
                     chunks,
                     texts,
-                } = self.open_shard(shard, bytes)?;
+                } = if self.version > OLDEST_SPLIT_VERSION {
+                    self.open_shard(shard, bytes)?
+                } else {
+                    let old: FragShardIn<DocumentV8> = self.open_shard(shard, bytes)?;
+                    FragShardIn {
+                        documents: old.documents.into_iter().map(Document::from).collect(),
+                        chunks: old.chunks,
+                        texts: old.texts,
+                    }
+                };
                 let first_doc = self.fragment_docs(i).map_or(0, |d| d.start as u32);
                 let chunks = unpack(&documents, first_doc, chunks, budget_for(bytes.len()))
                     .map_err(|e| self.corrupt(shard, &e))?;
@@ -172,7 +187,12 @@ impl SplitBundle {
                 self.fragments[i as usize] = Some(body);
             }
             ShardId::Documents => {
-                let body: Vec<Document> = self.open_shard(shard, bytes)?;
+                let body: Vec<Document> = if self.version > OLDEST_SPLIT_VERSION {
+                    self.open_shard(shard, bytes)?
+                } else {
+                    let old: Vec<DocumentV8> = self.open_shard(shard, bytes)?;
+                    old.into_iter().map(Document::from).collect()
+                };
                 let fits = body.len() == self.n_docs()
                     && body
                         .iter()
@@ -277,8 +297,6 @@ impl SplitBundle {
         let section = std::mem::take(&mut self.vector_prefix);
         self.vector_pieces.fill_with(|| Piece::Missing);
         crate::bundle::format::verify_section(&section, &entry)?;
-        use crate::index::vector::validate_graph_bytes;
-        validate_graph_bytes(&section)?;
         self.install_vectors(crate::index::vector::decode(&section)?)
     }
 

@@ -6,10 +6,9 @@
 //! bytes for 384 dims) against the query's own f32 values, and only its shortlist is rescored
 //! exactly on the stored vectors ([`Coded`]). In memory the vectors are held flat, 4 bits a
 //! value where they fit ([`Vectors`]).
-//! Bundles of formats 1–3 may hold an `instant-distance` HNSW graph instead; it is still
-//! searched, but no longer built (the scan measured better: `docs/measurements/2026-11-29-compact-codes-vs-hnsw.md`).
+//! (Formats 1–3 could hold an HNSW graph instead; the scan measured better,
+//! `docs/measurements/2026-11-29-compact-codes-vs-hnsw.md`, and those formats are no longer read.)
 
-use instant_distance::{Hnsw, Search};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -17,7 +16,6 @@ use crate::error::{Error, Result};
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cache;
 mod first_pass;
-mod hnsw;
 mod kernels;
 mod quantize;
 mod store;
@@ -26,7 +24,6 @@ mod tests;
 mod wire;
 
 pub use first_pass::*;
-pub use hnsw::*;
 use kernels::*;
 pub use quantize::*;
 pub use store::*;
@@ -37,8 +34,6 @@ pub use wire::*;
 pub enum VectorIndex {
     /// Sorted by chunk id; scanned exactly.
     Flat(Vectors),
-    /// Points in graph order; each names its chunk. Read from formats 1–3, no longer built.
-    Hnsw(Hnsw<QVec>),
     /// Compact first-pass codes and the int8 vectors they shortlist for (format 4).
     Coded(Coded),
 }
@@ -61,7 +56,6 @@ impl std::fmt::Debug for VectorIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             VectorIndex::Flat(v) => write!(f, "VectorIndex::Flat({} vectors)", v.len()),
-            VectorIndex::Hnsw(h) => write!(f, "VectorIndex::Hnsw({} vectors)", h.iter().count()),
             VectorIndex::Coded(c) => write!(f, "VectorIndex::Coded({} vectors)", c.vectors.len()),
         }
     }
@@ -78,31 +72,9 @@ impl VectorIndex {
         }
     }
 
-    /// An HNSW graph over `vectors`, as formats 1–3 stored them: only for tests of reading
-    /// such bundles and for `examples/first_pass`, which compares the two first passes.
-    pub fn build_hnsw(vectors: Vec<QVec>) -> Result<VectorIndex> {
-        // instant-distance inserts points of a layer in parallel, which makes the graph depend
-        // on thread timing. On a one-thread pool its parallel loops run in index order, so the
-        // graph (and the bundle) is byte-identical from run to run.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .map_err(|e| Error::Encode(format!("cannot start the HNSW build thread: {e}")))?;
-        let hnsw = pool.install(|| {
-            instant_distance::Builder::default()
-                .seed(HNSW_SEED)
-                .ef_construction(100)
-                .ef_search(128)
-                .build_hnsw(vectors)
-                .0
-        });
-        Ok(VectorIndex::Hnsw(hnsw))
-    }
-
     pub fn len(&self) -> usize {
         match self {
             VectorIndex::Flat(v) => v.len(),
-            VectorIndex::Hnsw(h) => h.iter().count(),
             VectorIndex::Coded(c) => c.vectors.len(),
         }
     }
@@ -112,24 +84,20 @@ impl VectorIndex {
     }
 
     /// All vectors, in storage order.
-    pub fn vectors(&self) -> Box<dyn Iterator<Item = QVec> + '_> {
+    pub fn vectors(&self) -> impl Iterator<Item = QVec> + '_ {
+        self.store().iter()
+    }
+
+    /// The stored vectors, sorted by chunk.
+    pub fn store(&self) -> &Vectors {
         match self {
-            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => {
-                Box::new(v.iter())
-            }
-            VectorIndex::Hnsw(h) => Box::new(h.iter().map(|(_, p)| p.clone())),
+            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => v,
         }
     }
 
-    /// Cosine of the unit query `q` with the vector at storage position `i` (graph order for
-    /// HNSW, chunk order otherwise).
+    /// Cosine of the unit query `q` with the vector at storage position `i` (chunk order).
     pub fn dot_f32(&self, i: u32, q: &[f32]) -> f32 {
-        match self {
-            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => {
-                v.dot_f32(i as usize, q)
-            }
-            VectorIndex::Hnsw(h) => h[instant_distance::PointId::from(i)].dot_f32(q),
-        }
+        self.store().dot_f32(i as usize, q)
     }
 
     /// For each of `n_chunks` chunks, the storage position of its vector (`u32::MAX`: none).
@@ -141,36 +109,23 @@ impl VectorIndex {
                 *slot = i as u32;
             }
         };
-        match self {
-            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => v
-                .chunks()
-                .iter()
-                .enumerate()
-                .for_each(|(i, &c)| place(i, c)),
-            VectorIndex::Hnsw(h) => h
-                .iter()
-                .enumerate()
-                .for_each(|(i, (_, p))| place(i, p.chunk)),
-        }
+        self.store()
+            .chunks()
+            .iter()
+            .enumerate()
+            .for_each(|(i, &c)| place(i, c));
         pos
     }
 
     /// The `k` chunks nearest to the unit query `q`, as (chunk, cosine), best first.
-    /// Graph and first-pass results are re-scored against the f32 query, so every path
-    /// reports the same scale.
+    /// First-pass results are re-scored against the f32 query, so both paths report the same
+    /// scale.
     pub fn nearest(&self, q: &[f32], k: usize) -> Vec<(u32, f32)> {
         let mut hits: Vec<(u32, f32)> = match self {
             VectorIndex::Flat(v) => (0..v.len())
                 .map(|i| (v.chunks[i], v.dot_f32(i, q)))
                 .collect(),
             VectorIndex::Coded(c) => return c.nearest_where(q, k, None),
-            VectorIndex::Hnsw(h) => {
-                let query = QVec::quantize(u32::MAX, q);
-                let mut search = Search::default();
-                h.search(&query, &mut search)
-                    .map(|item| (item.point.chunk, item.point.dot_f32(q)))
-                    .collect()
-            }
         };
         hits.sort_by(best_first);
         hits.truncate(k);
@@ -180,25 +135,11 @@ impl VectorIndex {
     /// Cosine of the query with each chunk in `chunks` (which need not be near it).
     /// Returns `None` for a chunk without a vector.
     pub fn similarity(&self, q: &[f32], chunks: &[u32]) -> Vec<Option<f32>> {
-        match self {
-            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => chunks
-                .iter()
-                .map(|c| v.chunks.binary_search(c).ok().map(|i| v.dot_f32(i, q)))
-                .collect(),
-            VectorIndex::Hnsw(h) => {
-                // The graph stores points in its own order; one pass over them is cheaper than
-                // keeping a chunk → point table around for a few hundred look-ups per query.
-                let mut wanted: Vec<(u32, usize)> = chunks.iter().copied().zip(0..).collect();
-                wanted.sort_unstable();
-                let mut out = vec![None; chunks.len()];
-                for (_, p) in h.iter() {
-                    if let Ok(i) = wanted.binary_search_by_key(&p.chunk, |w| w.0) {
-                        out[wanted[i].1] = Some(p.dot_f32(q));
-                    }
-                }
-                out
-            }
-        }
+        let v = self.store();
+        chunks
+            .iter()
+            .map(|c| v.chunks.binary_search(c).ok().map(|i| v.dot_f32(i, q)))
+            .collect()
     }
 
     /// Structural checks on decoded vectors (dims, chunk ids).
@@ -220,20 +161,12 @@ impl VectorIndex {
             }
             Ok(())
         };
-        match self {
-            VectorIndex::Flat(v) | VectorIndex::Coded(Coded { vectors: v, .. }) => {
-                for (&chunk, &scale) in v.chunks.iter().zip(&v.scales) {
-                    check(chunk, v.dims, scale)?;
-                }
-                if !v.sorted_by_chunk() {
-                    return Err(Error::Corrupt("vectors are not sorted by chunk".into()));
-                }
-            }
-            VectorIndex::Hnsw(h) => {
-                for (_, p) in h.iter() {
-                    check(p.chunk, p.data.len(), p.scale)?;
-                }
-            }
+        let v = self.store();
+        for (&chunk, &scale) in v.chunks.iter().zip(&v.scales) {
+            check(chunk, v.dims, scale)?;
+        }
+        if !v.sorted_by_chunk() {
+            return Err(Error::Corrupt("vectors are not sorted by chunk".into()));
         }
         if let VectorIndex::Coded(c) = self {
             let levels_ok = |l: &[f32]| l.len() == dims && l.iter().all(|x| x.is_finite());

@@ -70,14 +70,4 @@ impl QVec {
     pub fn is_4bit(&self) -> bool {
         self.data.iter().all(|&d| (-8..=7).contains(&d))
     }
-
-    pub(super) fn dot_i8(&self, other: &QVec) -> f32 {
-        let s: i32 = self
-            .data
-            .iter()
-            .zip(&other.data)
-            .map(|(&a, &b)| a as i32 * b as i32)
-            .sum();
-        s as f32 * self.scale * other.scale
-    }
 }

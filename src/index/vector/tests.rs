@@ -477,33 +477,6 @@ fn rows_that_do_not_add_up_are_refused() {
 }
 
 #[test]
-fn packed_4bit_vectors_that_do_not_add_up_are_refused() {
-    let four: Vec<QVec> = unit_vectors(3, 8).iter().map(QVec::to_4bit).collect();
-    // Formats 6 and 7 wrote 4-bit vectors so (variant 3, `Flat4`).
-    let good = Packed4::pack(&four).unwrap();
-    let decode = |p: Packed4| {
-        let mut bytes = vec![3u8];
-        bytes.extend(postcard::to_allocvec(&p).unwrap());
-        postcard::from_bytes::<VectorIndex>(&bytes).map(|_| ())
-    };
-    assert!(decode(Packed4::pack(&four).unwrap()).is_ok());
-    let mut short = Packed4::pack(&four).unwrap();
-    short.nibbles.pop();
-    assert!(decode(short).is_err());
-    let mut past = good;
-    past.chunk_steps[2] = u32::MAX;
-    assert!(decode(past).is_err());
-    // Unsorted or mixed vectors are not packed (they are written as int8, and refused by
-    // validation if unsorted).
-    let mut unsorted = four.clone();
-    unsorted.swap(0, 1);
-    assert!(Packed4::pack(&unsorted).is_none());
-    let mut mixed = four;
-    mixed[1] = unit_vectors(3, 8)[1].clone();
-    assert!(Packed4::pack(&mixed).is_none());
-}
-
-#[test]
 fn codes_that_do_not_fit_their_vectors_are_corrupt() {
     let VectorIndex::Coded(mut c) = VectorIndex::build(store(unit_vectors(10, 16)), 1) else {
         unreachable!()
@@ -517,49 +490,12 @@ fn codes_that_do_not_fit_their_vectors_are_corrupt() {
     assert!(m.contains("levels"), "{m}");
 }
 
-/// A graph's section bytes: variant 1 (HNSW), then the mirror's layout.
-fn graph_bytes(points: usize, layers: &[usize]) -> Vec<u8> {
-    // Upper layers: a chain 0 → 1 → … → n − 1, so a search walks to the far end.
-    let linked = |i: usize, n: usize| {
-        let mut links = [INVALID; 32];
-        links[0] = ((i + 1) % n) as u32;
-        links
-    };
-    let mirror = HnswMirror {
-        ef_search: 128,
-        points: (0..points)
-            .map(|i| QVec::quantize(i as u32, &[1.0, 0.0, (i as f32) / 10.0]))
-            .collect(),
-        zero: (0..points)
-            .map(|i| {
-                let mut links = [INVALID; 64];
-                links[0] = ((i + 1) % points) as u32;
-                ZeroNodeMirror(links)
-            })
-            .collect(),
-        layers: layers
-            .iter()
-            .map(|&n| (0..n).map(|i| UpperNodeMirror(linked(i, n))).collect())
-            .collect(),
-    };
-    let mut bytes = vec![1u8];
-    bytes.extend(postcard::to_allocvec(&mirror).unwrap());
-    bytes
-}
-
-/// Regression (hostile bundles): upper layers that grow going up passed validation and
-/// made instant-distance index out of bounds during a search.
+/// Formats 1 to 7's vector forms (an HNSW graph, 4-bit vectors packed) are no longer read:
+/// their bundles are refused by version first, and one in a newer bundle is corrupt.
 #[test]
-fn upper_layers_that_grow_going_up_are_corrupt() {
-    assert!(validate_graph_bytes(&graph_bytes(8, &[4, 2])).is_ok());
-    let bad = graph_bytes(8, &[2, 4]);
-    match validate_graph_bytes(&bad) {
-        Err(Error::Corrupt(m)) => assert!(m.contains("larger than the one below"), "{m}"),
-        other => panic!("{other:?}"),
+fn the_retired_vector_forms_are_corrupt() {
+    for variant in [1u8, 3, 4] {
+        let m = decode(&[variant]).unwrap_err().to_string();
+        assert!(m.contains("formats 1 to 7"), "{m}");
     }
-    // What the check prevents: the real graph, decoded from those bytes, panics.
-    let (index, _): (VectorIndex, _) = postcard::take_from_bytes(&bad).unwrap();
-    let q = [0.958, 0.0, 0.287]; // nearest to the last point of the top layer
-    let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| index.nearest(&q, 3)));
-    assert!(searched.is_err(), "the unchecked graph panics");
 }

@@ -1,41 +1,39 @@
-//! The vectors section on the wire: every form formats 1–9 wrote (postcard variants of
-//! [`Wire`]), format 8's deflated row blocks, and decoding with every length checked.
+//! The vectors section on the wire: the forms formats 8 and 9 write (postcard variants of
+//! [`Wire`]), their deflated row blocks, and decoding with every length checked.
 
 use crate::encoding::{Bytes, Pieces};
 
 use super::*;
 
-/// The vectors section's bytes as read (postcard; variants in this order). `Flat`, `Hnsw` and
-/// `Coded` hold int8 vectors as formats 1–5 wrote them; formats 6 and 7 wrote 4-bit vectors
-/// as `Flat4` and `Coded4`. Format 8 writes either kind as `FlatRows` / `CodedRows`: the
-/// vectors deflated in blocks of rows ([`Rows`]), and for `Coded` only the per-dimension mean
-/// and levels, the codes being computed from them and the vectors when read
-/// ([`Coded::from_levels`]).
+/// The vectors section's bytes as read (postcard; variants in this order). Formats 8 and 9
+/// write the vectors as `FlatRows` / `CodedRows`: deflated in blocks of rows ([`Rows`]), and
+/// for `Coded` only the per-dimension mean and levels, the codes being computed from them and
+/// the vectors when read ([`Coded::from_levels`]). Vectors that do not pack as rows (none,
+/// from an empty collection) are written int8 one by one as `Flat` / `Coded`. Variants 1, 3
+/// and 4 held the HNSW graph and the 4-bit forms of formats 1 to 7, whose bundles are refused
+/// before their vectors are read: one here is corrupt.
 #[derive(Deserialize)]
 pub(super) enum Wire {
     Flat(Vec<QVec>),
-    Hnsw(Hnsw<QVec>),
+    Retired1,
     Coded(LegacyCoded),
-    Flat4(Packed4),
-    Coded4(Coded4),
+    Retired3,
+    Retired4,
     FlatRows(Rows),
     CodedRows(CodedRows),
 }
 
 /// The postcard variant indexes of the vectors section's first byte, as `index-builder
-/// inspect` names them: (variant, index kind, bits a value).
-pub const WIRE_KINDS: [(u8, &str, u8); 7] = [
+/// inspect` names them: (variant, index kind, bits a value; 0: the rows say).
+pub const WIRE_KINDS: [(u8, &str, u8); 4] = [
     (0, "exact", 8),
-    (1, "hnsw", 8),
     (2, "coded", 8),
-    (3, "exact", 4),
-    (4, "coded", 4),
     (5, "exact", 0),
     (6, "coded", 0),
 ];
 
 /// The index kind and bits a value of a vectors section (`None`: not one this engine
-/// writes or reads). Format 8's rows record their bits first.
+/// writes or reads). The rows record their bits first.
 pub fn wire_kind(section: &[u8]) -> Option<(&'static str, u8)> {
     let (&variant, rest) = section.split_first()?;
     let &(_, kind, bits) = WIRE_KINDS.iter().find(|k| k.0 == variant)?;
@@ -43,8 +41,8 @@ pub fn wire_kind(section: &[u8]) -> Option<(&'static str, u8)> {
 }
 
 /// Vectors as format 8 writes them. Each vector is a row: its chunk's step from the previous
-/// vector's (u32 LE), its scale (f32 LE), then its values (two a byte as in [`Packed4`] when
-/// `bits` is 4, one when 8). Rows are cut into blocks of [`ROWS_PER_BLOCK`]; a block is
+/// vector's (u32 LE), its scale (f32 LE), then its values (when `bits` is 4 two a byte,
+/// dimension `2i` in the low nibble of byte `i` as `q + 8`; one a byte when 8). Rows are cut into blocks of [`ROWS_PER_BLOCK`]; a block is
 /// written column by column (byte 0 of every row, then byte 1, ...), so each dimension's
 /// values lie together, and deflated. On en-large-cpp-docs (120,698 vectors of 384 dims at 4
 /// bits) the section is 18.4 MB for 24.1 MB of rows; the nibbles alone deflated as they lie
@@ -314,20 +312,7 @@ pub(super) fn row_width(bits: u8, dims: usize) -> usize {
     8 + if bits == 4 { dims.div_ceil(2) } else { dims }
 }
 
-/// 4-bit vectors, sorted by chunk, two values a byte.
-#[derive(Deserialize)]
-#[cfg_attr(test, derive(Serialize))]
-pub(super) struct Packed4 {
-    pub(super) dims: u32,
-    /// Each vector's chunk as the step from the previous vector's (the first: from 0).
-    pub(super) chunk_steps: Vec<u32>,
-    pub(super) scales: Vec<f32>,
-    /// `⌈dims / 2⌉` bytes a vector; dimension `2i` in the low nibble of byte `i`, `2i + 1` in
-    /// the high one, each as `q + 8` (0..=15) for the value `q · scale`.
-    pub(super) nibbles: Vec<u8>,
-}
-
-/// [`Coded`] as format 4 wrote it: its int8 vectors one by one.
+/// [`Coded`] int8 vectors one by one, as formats 4 and 5 wrote it (and 8 and 9 for none).
 #[derive(Serialize, Deserialize)]
 pub(super) struct LegacyCoded {
     pub(super) low: Vec<f32>,
@@ -336,65 +321,7 @@ pub(super) struct LegacyCoded {
     pub(super) vectors: Vec<QVec>,
 }
 
-#[derive(Deserialize)]
-pub(super) struct Coded4 {
-    pub(super) low: Vec<f32>,
-    pub(super) high: Vec<f32>,
-    pub(super) codes: Vec<u8>,
-    pub(super) vectors: Packed4,
-}
-
-impl Packed4 {
-    /// `None` unless every vector is in the 4-bit form and all share one length (formats 6
-    /// and 7; only tests write it now).
-    #[cfg(test)]
-    pub(super) fn pack(vectors: &[QVec]) -> Option<Packed4> {
-        // `Vectors` lays 4-bit values out as this form does.
-        let v = Vectors::from_qvecs(vectors.to_vec())
-            .ok()
-            .filter(|v| v.bits == 4 && v.sorted_by_chunk())?;
-        let chunk_steps = crate::index::lexical::deltas(v.chunks.iter().copied()).collect();
-        Some(Packed4 {
-            dims: v.dims as u32,
-            chunk_steps,
-            scales: v.scales,
-            nibbles: v.values,
-        })
-    }
-
-    pub(super) fn unpack(self) -> std::result::Result<Vectors, String> {
-        let dims = self.dims as usize;
-        let per = dims.div_ceil(2);
-        let n = self.chunk_steps.len();
-        if self.scales.len() != n || self.nibbles.len() as u64 != n as u64 * per as u64 {
-            return Err(format!(
-                "{} 4-bit vectors with {} scales and {} bytes for {dims} dims",
-                n,
-                self.scales.len(),
-                self.nibbles.len()
-            ));
-        }
-        let mut chunk = 0u32;
-        let mut chunks = Vec::with_capacity(n);
-        for &step in &self.chunk_steps {
-            chunk = chunk
-                .checked_add(step)
-                .ok_or("a 4-bit vector's chunk is past the last chunk")?;
-            chunks.push(chunk);
-        }
-        // The nibbles are laid out as `Vectors` holds them.
-        Ok(Vectors {
-            dims,
-            bits: 4,
-            chunks,
-            scales: self.scales,
-            values: self.nibbles,
-        })
-    }
-}
-
-/// Writes format 8's rows ([`Rows`]); vectors that do not pack (never the builder's) as
-/// formats 1–5 did, and an HNSW graph (read from formats 1–3) as it was.
+/// Writes the rows ([`Rows`]); vectors that do not pack (none at all) int8 one by one.
 impl Serialize for VectorIndex {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         // The variant indexes are those of `Wire`.
@@ -406,7 +333,6 @@ impl Serialize for VectorIndex {
                     s.serialize_newtype_variant("Wire", 0, "Flat", &v.iter().collect::<Vec<_>>())
                 }
             },
-            VectorIndex::Hnsw(h) => s.serialize_newtype_variant("Wire", 1, "Hnsw", h),
             VectorIndex::Coded(c) => match rows(&c.vectors) {
                 Some(rows) => {
                     let coded = CodedRows {
@@ -455,7 +381,6 @@ impl VectorIndex {
                     return Ok(out.finish());
                 }
             }
-            VectorIndex::Hnsw(_) => {}
         }
         Ok(vec![
             postcard::to_allocvec(self).map_err(|e| Error::Encode(format!("vectors: {e}")))?
@@ -480,7 +405,6 @@ pub fn decode(bytes: &[u8]) -> Result<VectorIndex> {
 pub(super) fn from_wire(wire: Wire) -> std::result::Result<VectorIndex, String> {
     Ok(match wire {
         Wire::Flat(v) => VectorIndex::Flat(Vectors::from_qvecs(v)?),
-        Wire::Hnsw(h) => VectorIndex::Hnsw(h),
         Wire::Coded(c) => {
             let vectors = Vectors::from_qvecs(c.vectors)?;
             VectorIndex::Coded(Coded {
@@ -490,15 +414,8 @@ pub(super) fn from_wire(wire: Wire) -> std::result::Result<VectorIndex, String> 
                 vectors,
             })
         }
-        Wire::Flat4(p) => VectorIndex::Flat(p.unpack()?),
-        Wire::Coded4(c) => {
-            let vectors = c.vectors.unpack()?;
-            VectorIndex::Coded(Coded {
-                low: c.low,
-                high: c.high,
-                codes: blocked(&c.codes, &vectors)?,
-                vectors,
-            })
+        Wire::Retired1 | Wire::Retired3 | Wire::Retired4 => {
+            return Err("a form of formats 1 to 7 (an HNSW graph or 4-bit vectors)".into())
         }
         Wire::FlatRows(r) => VectorIndex::Flat(r.unpack()?),
         Wire::CodedRows(c) => {
