@@ -44,7 +44,8 @@ build() {
     "target/$TARGET/$profile/docloupe.wasm"
   # The toolchain's custom sections (`producers`, `target_features`: 270 bytes, read by no
   # browser or host) are left out.
-  "$WASM_OPT" "$opt" "${FEATURES[@]}" --strip-producers --strip-target-features \
+  # shellcheck disable=SC2086 # `opt` may hold several passes
+  "$WASM_OPT" $opt "${FEATURES[@]}" --strip-producers --strip-target-features \
     "$out.tmp/docloupe_bg.wasm" -o "$out.tmp/docloupe_bg.wasm"
   # The glue is first paint too (3.9 → 2.3 KB brotli for the lexical build): minified like the
   # wasm is optimized. Its exports keep their names.
@@ -90,9 +91,9 @@ portable() {
 
 # `build-wasm.sh lexical` or `build-wasm.sh full` builds one of them.
 case "${1:-all}" in
-  lexical) build lexical wasm-small -Oz --features host-inflate && inflater ;;
+  lexical) build lexical wasm-small "-Oz --gufa --converge" --features host-inflate && inflater ;;
   full) build full wasm-full "$HEAVY_OPT" --features models ;;
   portable) portable ;;
-  all) build lexical wasm-small -Oz --features host-inflate && inflater && build full wasm-full "$HEAVY_OPT" --features models && portable ;;
+  all) build lexical wasm-small "-Oz --gufa --converge" --features host-inflate && inflater && build full wasm-full "$HEAVY_OPT" --features models && portable ;;
   *) echo "usage: $0 [lexical|full|portable|all]" >&2; exit 2 ;;
 esac
