@@ -92,7 +92,7 @@ fn main() {
     let limit = info.max_tokens as usize;
     let (mut tokens, mut flop) = (0usize, 0f64);
     for (meta, text) in bundle.docs.chunks.iter().zip(bundle.text.all().unwrap()) {
-        let input = docloupe::bundle::embedding_input(&meta.section_path, text);
+        let input = docloupe::bundle::embedding_input(&meta.location.section_path, text);
         let t = embedder.count_tokens(&input).unwrap().min(limit);
         tokens += t;
         let (t, h, f) = (t as f64, HIDDEN as f64, FFN as f64);

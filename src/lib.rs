@@ -20,6 +20,6 @@ pub use error::{Error, ErrorCode, Result};
 #[cfg(feature = "models")]
 pub use search::CrossEncoder;
 pub use search::{
-    Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion, LexicalFallback, Mode,
-    Rerank, RerankerFiles, SearchRequest, SearchResponse, SearchResult,
+    Calibration, Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion,
+    LexicalFallback, Mode, Rerank, RerankerFiles, SearchRequest, SearchResponse, SearchResult,
 };

@@ -236,7 +236,7 @@ fn a_well_checksummed_but_inconsistent_bundle_is_corrupt() {
     // "p. 0" or "pp. 5–3" in citations.
     for (start, end) in [(0, 1), (5, 3)] {
         let mut decoded = bundle::decode(&good()).unwrap();
-        decoded.docs.chunks[0].page_span = Some(bundle::PageSpan { start, end });
+        decoded.docs.chunks[0].location.page_span = Some(bundle::PageSpan { start, end });
         match load(&bundle::encode(&decoded).unwrap()) {
             Err(Error::Corrupt(m)) => assert!(m.contains("page span"), "{m}"),
             other => panic!("{other:?}"),

@@ -307,7 +307,7 @@ fn a_multi_page_pdf_answers_with_its_pages_its_outline_and_a_page_anchor() {
         .iter()
         .filter(|ch| ch.doc as usize == d)
         .map(|ch| {
-            let p = ch.page_span.expect("PDF chunks have pages");
+            let p = ch.location.page_span.expect("PDF chunks have pages");
             (p.start, p.end)
         })
         .collect();

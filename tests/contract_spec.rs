@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use docloupe::search::Timings;
 use docloupe::{
-    Engine, EngineOptions, ErrorCode, ErrorResponse, FallbackPolicy, Mode, Rerank, SearchRequest,
-    SearchResponse,
+    Calibration, Engine, EngineOptions, ErrorCode, ErrorResponse, FallbackPolicy, Mode, Rerank,
+    SearchRequest, SearchResponse,
 };
 use serde_json::{json, Value};
 
@@ -567,7 +567,7 @@ fn a_workspace_path_scopes_the_search_to_a_folder() {
 fn vector_search_honours_filters_too() {
     // Every neighbour counts here, however far (the model's floor is tested on its own): the
     // query is English, the scope Russian, and the fixture model knows no Russian.
-    let e = engine().with_options(EngineOptions {
+    let e = engine().calibrate(Calibration {
         match_floor: Some(0.0),
         ..Default::default()
     });
@@ -918,7 +918,7 @@ fn a_section_titled_with_every_query_word_beats_a_semantic_near_miss() {
     // The near miss counts however far it is (the floor is tested on its own).
     let e = Engine::from_bundle(&bundle, Some(common::model_files()))
         .unwrap()
-        .with_options(EngineOptions {
+        .calibrate(Calibration {
             match_floor: Some(0.0),
             ..Default::default()
         });
@@ -935,8 +935,8 @@ fn a_section_titled_with_every_query_word_beats_a_semantic_near_miss() {
 
 // ---- rerank stage ----------------------------------------------------------------------------
 
-fn model_alone() -> EngineOptions {
-    EngineOptions {
+fn model_alone() -> Calibration {
+    Calibration {
         rerank_weight: Some(1.0),
         ..Default::default()
     }
@@ -946,7 +946,7 @@ fn model_alone() -> EngineOptions {
 fn a_rerank_model_reorders_the_candidate_pool() {
     let e = engine()
         .with_reranker(Box::new(WordOverlap))
-        .with_options(model_alone());
+        .calibrate(model_alone());
     let body = json!({"query": "zebracorn cache size", "includeContext": false});
     let r = ok(&e, body);
     assert!(!r.fallback_applied);
@@ -971,13 +971,13 @@ fn a_rerank_model_reorders_the_candidate_pool() {
 #[test]
 fn the_rerank_weight_blends_model_and_fused_scores() {
     // With weight 0 a constant model leaves the fused order untouched ...
-    let fused_only = EngineOptions {
+    let fused_only = Calibration {
         rerank_weight: Some(0.0),
         ..Default::default()
     };
     let e = engine()
         .with_reranker(Box::new(Constant))
-        .with_options(fused_only);
+        .calibrate(fused_only);
     let body = json!({"query": "cache size install", "limit": 20});
     let r = ok(&e, body.clone());
     assert!(!r.fallback_applied);
@@ -996,7 +996,7 @@ fn the_rerank_weight_blends_model_and_fused_scores() {
     for w in [0.25, 0.5, 0.75] {
         let e = engine()
             .with_reranker(Box::new(WordOverlap))
-            .with_options(EngineOptions {
+            .calibrate(Calibration {
                 rerank_weight: Some(w),
                 ..Default::default()
             });
@@ -1039,7 +1039,7 @@ fn a_models_calibrated_weight_applies_unless_the_host_sets_one() {
     let by_model = order(&ok(
         &engine()
             .with_reranker(Box::new(WordOverlap))
-            .with_options(model_alone()),
+            .calibrate(model_alone()),
         body.clone(),
     ));
     assert_ne!(fused, by_model, "the test needs a model that reorders");
@@ -1054,7 +1054,7 @@ fn a_models_calibrated_weight_applies_unless_the_host_sets_one() {
     let r = ok(
         &engine()
             .with_reranker(Box::new(Calibrated(0.0)))
-            .with_options(model_alone()),
+            .calibrate(model_alone()),
         body,
     );
     assert_eq!(order(&r), by_model);
@@ -1163,7 +1163,7 @@ fn candidates_beyond_the_pool_follow_the_reranked_ones() {
 fn equal_rerank_scores_break_ties_by_path_then_chunk_index() {
     let e = engine()
         .with_reranker(Box::new(Constant))
-        .with_options(model_alone());
+        .calibrate(model_alone());
     let r = ok(
         &e,
         json!({"query": "cache size zebracorn install", "limit": 20, "candidateLimit": 100}),

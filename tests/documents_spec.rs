@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use docloupe::search::documents::{self, DocumentsRequest};
-use docloupe::{Engine, EngineOptions, SearchRequest, SearchResponse};
+use docloupe::{Calibration, Engine, SearchRequest, SearchResponse};
 use serde_json::json;
 
 /// Thirty harbor notes of three sections each (every section matches "harbor"), plus two
@@ -208,7 +208,7 @@ fn identical_files_are_two_documents_with_their_own_chunk_ids() {
 #[test]
 fn totals_count_matches_and_every_mode_scores_on_zero_to_one() {
     let e = engine();
-    let everything = engine().with_options(EngineOptions {
+    let everything = engine().calibrate(Calibration {
         match_floor: Some(0.0),
         ..Default::default()
     });
@@ -299,9 +299,9 @@ fn one_file_builds_and_convert_shows_the_builds_chunks() {
         .iter()
         .map(|c| {
             (
-                c.section_path.clone(),
-                c.line_start as u64,
-                c.line_end as u64,
+                c.location.section_path.clone(),
+                c.location.line_start as u64,
+                c.location.line_end as u64,
             )
         })
         .collect();

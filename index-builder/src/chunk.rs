@@ -6,7 +6,7 @@
 //! when that block is short, so a sentence at a boundary is findable from both sides.
 
 use docloupe::bundle::embedding_input;
-use docloupe::bundle::PageSpan;
+use docloupe::bundle::{ChunkLocation, PageSpan};
 
 use crate::ingest::{Block, Section};
 
@@ -41,12 +41,8 @@ impl TokenCounter for EstimateCounter {
 /// A chunk before it gets an index and an embedding.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedChunk {
-    pub section_path: Vec<String>,
-    pub anchor: String,
-    pub line_start: u32,
-    pub line_end: u32,
-    /// The pages its blocks come from (paged formats).
-    pub page_span: Option<PageSpan>,
+    /// Its breadcrumb, anchor, lines and the pages its blocks come from (paged formats).
+    pub location: ChunkLocation,
     pub text: String,
 }
 
@@ -103,16 +99,18 @@ fn make_chunk(
     pieces: &[(Block, usize)],
 ) -> PlannedChunk {
     PlannedChunk {
-        section_path: section_path.to_vec(),
-        anchor: section.anchor.clone(),
-        line_start: pieces.first().map_or(1, |p| p.0.line_start),
-        line_end: pieces.last().map_or(1, |p| p.0.line_end),
-        page_span: {
-            let pages = || pieces.iter().filter_map(|p| p.0.page);
-            pages()
-                .min()
-                .zip(pages().max())
-                .map(|(start, end)| PageSpan { start, end })
+        location: ChunkLocation {
+            section_path: section_path.to_vec(),
+            anchor: section.anchor.clone(),
+            line_start: pieces.first().map_or(1, |p| p.0.line_start),
+            line_end: pieces.last().map_or(1, |p| p.0.line_end),
+            page_span: {
+                let pages = || pieces.iter().filter_map(|p| p.0.page);
+                pages()
+                    .min()
+                    .zip(pages().max())
+                    .map(|(start, end)| PageSpan { start, end })
+            },
         },
         text: pieces
             .iter()
@@ -234,7 +232,7 @@ mod tests {
         let c = chunk_section(&s, &["T".into(), "H".into()], 256, &EstimateCounter);
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].text, "one two\n\nthree four");
-        assert_eq!((c[0].line_start, c[0].line_end), (3, 5));
+        assert_eq!((c[0].location.line_start, c[0].location.line_end), (3, 5));
     }
 
     #[test]
@@ -259,7 +257,7 @@ mod tests {
         }
         let c = chunk_section(&s, &["T".into()], 256, &EstimateCounter);
         assert_eq!(c.len(), 1);
-        assert_eq!(c[0].page_span, Some(PageSpan { start: 2, end: 3 }));
+        assert_eq!(c[0].location.page_span, Some(PageSpan { start: 2, end: 3 }));
         // Pieces of a block split for size keep its page.
         let mut s = section(vec![&"word ".repeat(400)]);
         s.blocks[0].page = Some(7);
@@ -267,9 +265,11 @@ mod tests {
         assert!(c.len() > 1);
         assert!(c
             .iter()
-            .all(|ch| ch.page_span == Some(PageSpan { start: 7, end: 7 })));
+            .all(|ch| ch.location.page_span == Some(PageSpan { start: 7, end: 7 })));
         assert_eq!(
-            chunk_section(&section(vec!["x"]), &["T".into()], 256, &EstimateCounter)[0].page_span,
+            chunk_section(&section(vec!["x"]), &["T".into()], 256, &EstimateCounter)[0]
+                .location
+                .page_span,
             None
         );
     }

@@ -376,13 +376,13 @@ fn convert_one(path: &std::path::Path, model: Option<&str>, limits: isolate::Lim
         })).collect::<Vec<_>>(),
         "chunks": chunks.iter().enumerate().map(|(i, ch)| serde_json::json!({
             "chunkIndex": i,
-            "sectionPath": ch.section_path,
-            "anchor": ch.anchor,
-            "lineStart": ch.line_start,
-            "lineEnd": ch.line_end,
-            "pageStart": ch.page_span.map(|p| p.start),
-            "pageEnd": ch.page_span.map(|p| p.end),
-            "tokens": counter.count(&docloupe::bundle::embedding_input(&ch.section_path, &ch.text)),
+            "sectionPath": ch.location.section_path,
+            "anchor": ch.location.anchor,
+            "lineStart": ch.location.line_start,
+            "lineEnd": ch.location.line_end,
+            "pageStart": ch.location.page_span.map(|p| p.start),
+            "pageEnd": ch.location.page_span.map(|p| p.end),
+            "tokens": counter.count(&docloupe::bundle::embedding_input(&ch.location.section_path, &ch.text)),
             "text": ch.text,
         })).collect::<Vec<_>>(),
         "tokenCounts": if embedder.is_some() { "model" } else { "estimate" },
@@ -528,14 +528,14 @@ fn dump(path: &std::path::Path) -> Result<()> {
             "title": d.title,
             "description": d.description,
             "lang": d.lang.code(),
-            "sectionPath": c.section_path,
-            "anchor": c.anchor,
-            "lineStart": c.line_start,
-            "lineEnd": c.line_end,
+            "sectionPath": c.location.section_path,
+            "anchor": c.location.anchor,
+            "lineStart": c.location.line_start,
+            "lineEnd": c.location.line_end,
             "text": bundle.text.get(i)?,
         });
         let mut line = line;
-        if let Some(p) = c.page_span {
+        if let Some(p) = c.location.page_span {
             line["pageStart"] = p.start.into();
             line["pageEnd"] = p.end.into();
         }

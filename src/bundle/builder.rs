@@ -5,7 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use super::{
-    AnalyzerConfig, Bundle, ChunkMeta, Citation, Counts, Document, Flags, Header, PageSpan,
+    AnalyzerConfig, Bundle, ChunkLocation, ChunkMeta, Citation, Counts, Document, Flags, Header,
     TextBlocks,
 };
 use crate::analyze::{Analyzer, Language};
@@ -37,11 +37,7 @@ pub struct SourceDocument {
 
 #[derive(Debug, Clone)]
 pub struct SourceChunk {
-    pub section_path: Vec<String>,
-    pub anchor: String,
-    pub line_start: u32,
-    pub line_end: u32,
-    pub page_span: Option<PageSpan>,
+    pub location: ChunkLocation,
     pub text: String,
     /// From the embedding model (absent for `--no-embeddings` builds).
     pub embedding: Option<Embedding>,
@@ -218,7 +214,7 @@ impl<'a> BundleBuilder<'a> {
         // Whatever refuses a document is found before any of it is added: a refused document
         // leaves the builder as it was.
         for (k, chunk) in doc.chunks.iter().enumerate() {
-            let refused = if chunk.line_end < chunk.line_start {
+            let refused = if chunk.location.line_end < chunk.location.line_start {
                 "ends before it starts".to_owned()
             } else {
                 match (&opts.model, &chunk.embedding) {
@@ -248,15 +244,11 @@ impl<'a> BundleBuilder<'a> {
                 id: chunk_id(
                     &doc.path,
                     &doc.doc_id,
-                    &chunk.section_path,
+                    &chunk.location.section_path,
                     model_id,
                     k as u32,
                 ),
-                section_path: chunk.section_path,
-                anchor: chunk.anchor,
-                line_start: chunk.line_start,
-                line_end: chunk.line_end,
-                page_span: chunk.page_span,
+                location: chunk.location,
             });
             bodies.push((chunk.text, chunk.embedding));
         }
@@ -287,6 +279,7 @@ impl<'a> BundleBuilder<'a> {
             // The title is section_path[0]; weigh only the headings below it as headings.
             let mut heading_terms = analyzer.terms(
                 &meta
+                    .location
                     .section_path
                     .iter()
                     .skip(1)
@@ -403,6 +396,7 @@ impl<'a> BundleBuilder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bundle::PageSpan;
 
     fn documents(dims: usize) -> Vec<SourceDocument> {
         let mut seed = 5u32;
@@ -432,19 +426,21 @@ mod tests {
                 citation: None,
                 chunks: (0..d * 3)
                     .map(|k| SourceChunk {
-                        section_path: match k % 3 {
-                            0 => vec![format!("Page {d}")],
-                            1 => vec![format!("Page {d}"), "Install".into()],
-                            _ => vec!["Other".into(), "Install".into(), format!("Step {k}")],
+                        location: ChunkLocation {
+                            section_path: match k % 3 {
+                                0 => vec![format!("Page {d}")],
+                                1 => vec![format!("Page {d}"), "Install".into()],
+                                _ => vec!["Other".into(), "Install".into(), format!("Step {k}")],
+                            },
+                            anchor: if k % 3 == 0 {
+                                String::new()
+                            } else {
+                                "install".into()
+                            },
+                            line_start: 1 + 4 * k as u32,
+                            line_end: 3 + 4 * k as u32,
+                            page_span: (d == 3).then_some(PageSpan { start: 1, end: 2 }),
                         },
-                        anchor: if k % 3 == 0 {
-                            String::new()
-                        } else {
-                            "install".into()
-                        },
-                        line_start: 1 + 4 * k as u32,
-                        line_end: 3 + 4 * k as u32,
-                        page_span: (d == 3).then_some(PageSpan { start: 1, end: 2 }),
                         text: format!("chunk {k} of page {d}: cache the build output ").repeat(k),
                         embedding: (dims > 0).then(|| Embedding::Fresh(unit())),
                     })
@@ -487,12 +483,12 @@ mod tests {
             // What went in comes out.
             let chunks = docs.iter().flat_map(|d| &d.chunks);
             for (i, (meta, source)) in read.docs.chunks.iter().zip(chunks).enumerate() {
-                assert_eq!(meta.section_path, source.section_path);
+                assert_eq!(meta.location.section_path, source.location.section_path);
                 assert_eq!(
-                    (&meta.anchor, meta.line_end),
-                    (&source.anchor, source.line_end)
+                    (&meta.location.anchor, meta.location.line_end),
+                    (&source.location.anchor, source.location.line_end)
                 );
-                assert_eq!(meta.page_span, source.page_span);
+                assert_eq!(meta.location.page_span, source.location.page_span);
                 assert_eq!(read.text.get(i).unwrap(), source.text);
             }
             assert_eq!(build_bundle(docs, &opts).unwrap().docs, read.docs);
@@ -531,11 +527,13 @@ mod tests {
                 citation: None,
                 chunks: (0..200)
                     .map(|k| SourceChunk {
-                        section_path: path.clone(),
-                        anchor: "a".into(),
-                        line_start: k + 1,
-                        line_end: k + 1,
-                        page_span: None,
+                        location: ChunkLocation {
+                            section_path: path.clone(),
+                            anchor: "a".into(),
+                            line_start: k + 1,
+                            line_end: k + 1,
+                            page_span: None,
+                        },
                         text: format!("chunk {k} of {d}"),
                         embedding: None,
                     })
@@ -593,7 +591,7 @@ mod tests {
             int8_vectors: false,
         };
         let mut doc = documents(0).remove(2);
-        doc.chunks[1].line_end = 0;
+        doc.chunks[1].location.line_end = 0;
         let mut builder = BundleBuilder::new(&opts);
         let err = builder.add(doc).unwrap_err();
         assert!(

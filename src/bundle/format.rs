@@ -525,7 +525,8 @@ fn validate(b: &Bundle, with_vectors: bool) -> Result<()> {
         return corrupt("a chunk points past the document table".into());
     }
     if let Some(i) = b.docs.chunks.iter().position(|ch| {
-        ch.page_span
+        ch.location
+            .page_span
             .is_some_and(|p| p.start == 0 || p.start > p.end)
     }) {
         return corrupt(format!("chunk {i} has an invalid page span"));

@@ -181,14 +181,11 @@ pub struct PageSpan {
     pub end: u32,
 }
 
-/// One chunk's metadata; its text lives in the `text` section at the same index.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChunkMeta {
-    pub doc: u32,
-    /// 0-based within the document.
-    pub chunk_index: u32,
-    /// Deterministic id: hash of (docId, sectionPath, model id, chunkIndex).
-    pub id: String,
+/// Where a chunk is in its document: the one description of a chunk's place that the
+/// builder plans, the bundle stores and the engine presents (as the contract's
+/// `sectionPath`, `anchor`, `lineStart`/`lineEnd` and `pageStart`/`pageEnd`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChunkLocation {
     /// Breadcrumb from the document title down to the chunk's heading.
     pub section_path: Vec<String>,
     /// GitHub-style slug of the chunk's heading ("" before the first heading).
@@ -199,6 +196,17 @@ pub struct ChunkMeta {
     pub line_end: u32,
     /// Pages, for paged formats (PDF); `None` for the others.
     pub page_span: Option<PageSpan>,
+}
+
+/// One chunk's metadata; its text lives in the `text` section at the same index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkMeta {
+    pub doc: u32,
+    /// 0-based within the document.
+    pub chunk_index: u32,
+    /// Deterministic id: hash of (docId, sectionPath, model id, chunkIndex).
+    pub id: String,
+    pub location: ChunkLocation,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

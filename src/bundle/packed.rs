@@ -18,7 +18,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{ChunkMeta, Document, PageSpan};
+use super::model::{ChunkLocation, ChunkMeta, Document, PageSpan};
 use crate::error::{Error, Result};
 
 /// The `docs` section as written (format 5).
@@ -153,29 +153,30 @@ fn pack_run<'a>(
     for c in own {
         let shared = path
             .iter()
-            .zip(&c.section_path)
+            .zip(&c.location.section_path)
             .take_while(|(a, b)| a == b)
             .count();
-        let repeated = (c.anchor == anchor).then_some(anchor);
-        copied = copied.saturating_add(copy_cost(&c.section_path[..shared], repeated));
+        let repeated = (c.location.anchor == anchor).then_some(anchor);
+        copied = copied.saturating_add(copy_cost(&c.location.section_path[..shared], repeated));
         f(PackedChunk {
             id: id_bytes(&c.id).ok_or_else(|| {
                 Error::Encode(format!("chunk id {:?} is not 32 hex digits", c.id))
             })?,
             shared: shared as u32,
-            tail: Cow::Borrowed(&c.section_path[shared..]),
+            tail: Cow::Borrowed(&c.location.section_path[shared..]),
             anchor: repeated
                 .is_none()
-                .then_some(Cow::Borrowed(c.anchor.as_str())),
-            line_start: c.line_start,
+                .then_some(Cow::Borrowed(c.location.anchor.as_str())),
+            line_start: c.location.line_start,
             lines: c
+                .location
                 .line_end
-                .checked_sub(c.line_start)
+                .checked_sub(c.location.line_start)
                 .ok_or_else(|| Error::Encode("a chunk ends before it starts".into()))?,
-            page_span: c.page_span,
+            page_span: c.location.page_span,
         })?;
-        path = &c.section_path;
-        anchor = &c.anchor;
+        path = &c.location.section_path;
+        anchor = &c.location.anchor;
     }
     Ok(copied)
 }
@@ -364,11 +365,13 @@ pub(crate) fn unpack(
                 doc: first_doc + i as u32,
                 chunk_index,
                 id: id_hex(&p.id),
-                section_path: path.clone(),
-                anchor: anchor.clone(),
-                line_start: p.line_start,
-                line_end,
-                page_span: p.page_span,
+                location: ChunkLocation {
+                    section_path: path.clone(),
+                    anchor: anchor.clone(),
+                    line_start: p.line_start,
+                    line_end,
+                    page_span: p.page_span,
+                },
             });
         }
     }
@@ -446,11 +449,13 @@ mod tests {
             doc,
             chunk_index,
             id: format!("{:032x}", (doc as u128) << 64 | chunk_index as u128),
-            section_path: path.iter().map(|s| s.to_string()).collect(),
-            anchor: anchor.into(),
-            line_start: 3 * chunk_index + 1,
-            line_end: 3 * chunk_index + 2,
-            page_span: (chunk_index == 1).then_some(PageSpan { start: 2, end: 3 }),
+            location: ChunkLocation {
+                section_path: path.iter().map(|s| s.to_string()).collect(),
+                anchor: anchor.into(),
+                line_start: 3 * chunk_index + 1,
+                line_end: 3 * chunk_index + 2,
+                page_span: (chunk_index == 1).then_some(PageSpan { start: 2, end: 3 }),
+            },
         }
     }
 

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 
 use crate::analyze::Language;
 use crate::bundle::split::{ShardId, SplitBundle};
-use crate::bundle::{Bundle, ChunkMeta, Document, Header};
+use crate::bundle::{Bundle, ChunkLocation, ChunkMeta, Document, Header};
 use crate::error::{Error, Result};
 use crate::index::lexical::{self, QueryTerm};
 use crate::index::spelling::correction_shards;
@@ -43,11 +43,13 @@ static NO_CHUNK: ChunkMeta = ChunkMeta {
     doc: 0,
     chunk_index: 0,
     id: String::new(),
-    section_path: Vec::new(),
-    anchor: String::new(),
-    line_start: 0,
-    line_end: 0,
-    page_span: None,
+    location: ChunkLocation {
+        section_path: Vec::new(),
+        anchor: String::new(),
+        line_start: 0,
+        line_end: 0,
+        page_span: None,
+    },
 };
 
 impl Data {

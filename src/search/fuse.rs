@@ -319,7 +319,7 @@ fn breadcrumb_has_all(
     let meta = corpus.chunk(chunk);
     let doc = corpus.document(meta.doc);
     let mut heading_terms: BTreeSet<String> = analyzer.terms(&doc.title).into_iter().collect();
-    for h in &meta.section_path {
+    for h in &meta.location.section_path {
         heading_terms.extend(analyzer.terms(h));
     }
     query_terms.iter().all(|t| heading_terms.contains(*t))
@@ -578,10 +578,10 @@ impl Engine {
     ) -> Fused {
         let corpus = retriever.corpus;
         let pool = super::retrieve::pool_size(plan);
-        let fusion = self.options.fusion;
+        let fusion = self.calibration.fusion;
         let (matches, bm25) = rank(retriever, &self.analyzer, terms, vector, mode, fusion, pool);
         #[cfg(feature = "vectors")]
-        let matches = semantic_matches(matches, corpus.header(), self.options.match_floor);
+        let matches = semantic_matches(matches, corpus.header(), self.calibration.match_floor);
         let docs = plan.offset + plan.limit + room;
         let ranking = head(corpus, &matches, plan.max_chunks_per_document, docs);
         Fused {

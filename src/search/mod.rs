@@ -84,12 +84,33 @@ impl LexicalFallback {
     }
 }
 
-/// Engine-wide settings (not part of a request).
+/// Engine-wide settings a host chooses (not part of a request).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineOptions {
     /// Time the rerank stage may take per request before falling back (`rerankBudgetMs`).
     pub rerank_budget_ms: u64,
     pub fallback_policy: FallbackPolicy,
+    /// The host has no embedding model, and says why: semantic and hybrid requests are then
+    /// answered from the lexical index, flagged `fallbackApplied: true` with the reason as
+    /// `degradedReason`, instead of refused as with no model at all. `None`: refused.
+    pub lexical_fallback: Option<LexicalFallback>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            rerank_budget_ms: 2_000,
+            fallback_policy: FallbackPolicy::default(),
+            lexical_fallback: None,
+        }
+    }
+}
+
+/// Settings only the quality benchmark, the trainers and the tests change
+/// ([`Engine::calibrate`]; the CLI exposes them in its calibration build alone, `make
+/// calibration`): every host runs the defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
     /// Ceiling on `limit`: the contract's 50. Evaluation raises it to read deeper rankings.
     pub max_limit: usize,
     pub fusion: Fusion,
@@ -99,10 +120,6 @@ pub struct EngineOptions {
     /// calibrated for the model ([`Rerank::blend_weight`], chosen on a training split, never
     /// on test qrels), else 1.
     pub rerank_weight: Option<f32>,
-    /// The host has no embedding model, and says why: semantic and hybrid requests are then
-    /// answered from the lexical index, flagged `fallbackApplied: true` with the reason as
-    /// `degradedReason`, instead of refused as with no model at all. `None`: refused.
-    pub lexical_fallback: Option<LexicalFallback>,
     /// Results of the learned second stage carry its features (`rankingSignals.features`):
     /// training data for `prebuild/ranker`, never for clients.
     pub explain_features: bool,
@@ -112,15 +129,12 @@ pub struct EngineOptions {
     pub match_floor: Option<f32>,
 }
 
-impl Default for EngineOptions {
+impl Default for Calibration {
     fn default() -> Self {
-        EngineOptions {
-            rerank_budget_ms: 2_000,
-            fallback_policy: FallbackPolicy::default(),
+        Calibration {
             max_limit: request::MAX_LIMIT,
             fusion: Fusion::default(),
             rerank_weight: None,
-            lexical_fallback: None,
             explain_features: false,
             match_floor: None,
         }
@@ -148,6 +162,7 @@ pub struct Engine {
     /// Storage position of each chunk's vector.
     positions: Vec<u32>,
     options: EngineOptions,
+    calibration: Calibration,
 }
 
 impl Engine {
@@ -232,6 +247,7 @@ impl Engine {
             ranker: Some(rank::Ranker::default_model()),
             positions,
             options: EngineOptions::default(),
+            calibration: Calibration::default(),
         }
     }
 
@@ -331,6 +347,12 @@ impl Engine {
 
     pub fn options(&self) -> &EngineOptions {
         &self.options
+    }
+
+    /// Replaces the calibration settings (benchmarks, trainers and tests only).
+    pub fn calibrate(mut self, calibration: Calibration) -> Engine {
+        self.calibration = calibration;
+        self
     }
 
     pub fn header(&self) -> &Header {
@@ -464,7 +486,7 @@ impl Engine {
     fn run(&self, req: &SearchRequest, given_vector: Option<Vec<f32>>) -> Result<SearchResponse> {
         let started = Instant::now();
         let mut timings = Timings::default();
-        let plan = request::validate(req, self.options.max_limit)?;
+        let plan = request::validate(req, self.calibration.max_limit)?;
         let corpus = Corpus::new(&self.data);
         request::check_project(&plan, corpus.header())?;
         // Analyze: the query's words, and the mode that runs.

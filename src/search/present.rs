@@ -31,16 +31,16 @@ pub fn result(
     let meta = corpus.chunk(hit.chunk);
     let doc = corpus.document(corpus.doc_of(hit.chunk));
     let (snippet, highlights) = snippet(analyzer, corpus.text(hit.chunk), terms);
-    let pages = meta.page_span;
+    let pages = meta.location.page_span;
     SearchResult {
         document_path: doc.path.clone(),
         chunk_index: meta.chunk_index,
         chunk_id: meta.id.clone(),
         title: doc.title.clone(),
-        section_path: meta.section_path.clone(),
-        anchor: meta.anchor.clone(),
-        line_start: meta.line_start,
-        line_end: meta.line_end,
+        section_path: meta.location.section_path.clone(),
+        anchor: meta.location.anchor.clone(),
+        line_start: meta.location.line_start,
+        line_end: meta.location.line_end,
         page_start: pages.map(|p| p.start),
         page_end: pages.map(|p| p.end),
         snippet,
@@ -98,12 +98,12 @@ fn context(corpus: &Corpus, chunk: u32, max_chars: Option<usize>) -> Vec<Context
             position: position.to_owned(),
             chunk_index: m.chunk_index,
             chunk_id: m.id.clone(),
-            section_path: m.section_path.clone(),
-            anchor: m.anchor.clone(),
-            line_start: m.line_start,
-            line_end: m.line_end,
-            page_start: m.page_span.map(|p| p.start),
-            page_end: m.page_span.map(|p| p.end),
+            section_path: m.location.section_path.clone(),
+            anchor: m.location.anchor.clone(),
+            line_start: m.location.line_start,
+            line_end: m.location.line_end,
+            page_start: m.location.page_span.map(|p| p.start),
+            page_end: m.location.page_span.map(|p| p.end),
             text: match max_chars {
                 Some(n) => trim_chars(corpus.text(c), n),
                 None => corpus.text(c).to_owned(),

@@ -171,6 +171,7 @@ pub fn features(
             let title_terms = analyzer.terms(&doc.title);
             let crumb_terms = analyzer.terms(
                 &meta
+                    .location
                     .section_path
                     .iter()
                     .skip(1)
@@ -195,9 +196,9 @@ pub fn features(
                 weight_of(mask_of(&crumb_terms)),
                 f32::from(!query_seq.is_empty() && title_terms == query.terms),
                 phrase(analyzer, &query_seq, text),
-                identifier_match(&identifiers, &doc.title, &meta.section_path, text),
+                identifier_match(&identifiers, &doc.title, &meta.location.section_path, text),
                 f32::from(meta.chunk_index == 0),
-                meta.section_path.len().min(6) as f32 / 6.0,
+                meta.location.section_path.len().min(6) as f32 / 6.0,
                 libm::logf(1.0 + count as f32),
                 query_terms.min(10.0) / 10.0,
                 1.0 / (1.0 + sem_rank[i] as f32),

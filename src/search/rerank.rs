@@ -70,7 +70,7 @@ pub trait Rerank: Send + Sync + std::fmt::Debug {
     fn score(&self, query: &str, passage: &str) -> Result<f32>;
 
     /// How much this model should decide the order of its pool when blended with the fused
-    /// score (see `EngineOptions::rerank_weight`), as calibrated for it; `None`: the model alone.
+    /// score (see `Calibration::rerank_weight`), as calibrated for it; `None`: the model alone.
     fn blend_weight(&self) -> Option<f32> {
         None
     }

@@ -119,7 +119,7 @@ pub struct RankingSignals {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank: Option<f32>,
     /// The learned second stage's features of this result (`rank::FEATURES` order); only
-    /// when the host asks for them (`EngineOptions::explain_features`, for training).
+    /// when the host asks for them (`Calibration::explain_features`, for training).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub features: Option<Vec<f32>>,
 }

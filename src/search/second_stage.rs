@@ -29,7 +29,7 @@ use crate::index::lexical::{QueryTerm, Scores};
 pub(super) struct Ordered {
     pub order: Vec<Entry>,
     /// Feature rows by position in the head, when the host asked for them
-    /// ([`super::EngineOptions::explain_features`]).
+    /// ([`super::Calibration::explain_features`]).
     pub features: Vec<Vec<f32>>,
     /// Why the cross-encoder's order was not used.
     pub fallback: Option<rerank::Fallback>,
@@ -173,7 +173,7 @@ impl Engine {
             bm25: query.bm25,
         };
         let rows = rank::features(retriever, &self.analyzer, &view, pool);
-        let features = match self.options.explain_features {
+        let features = match self.calibration.explain_features {
             true => rows.iter().map(|r| r.to_vec()).collect(),
             false => Vec::new(),
         };
@@ -202,7 +202,7 @@ impl Engine {
         let model = self.reranker.as_deref();
         let probs = rerank::score_all(model, query, &passages, budget)?;
         let w = self
-            .options
+            .calibration
             .rerank_weight
             .or_else(|| model.and_then(|m| m.blend_weight()))
             .unwrap_or(1.0)
@@ -240,5 +240,8 @@ fn blend(order: &mut [Entry], head: &[Hit], pool_len: usize, probs: &[f32], w: f
 /// What the cross-encoder reads for a chunk: its breadcrumb, then its text.
 #[cfg(feature = "vectors")]
 fn passage(corpus: &Corpus, chunk: u32) -> String {
-    crate::bundle::embedding_input(&corpus.chunk(chunk).section_path, corpus.text(chunk))
+    crate::bundle::embedding_input(
+        &corpus.chunk(chunk).location.section_path,
+        corpus.text(chunk),
+    )
 }

@@ -128,7 +128,11 @@ fn surfaces(corpus: &Corpus, analyzer: &Analyzer, stem: &str) -> Vec<String> {
         let doc = corpus.document(corpus.doc_of(c));
         count_words(
             analyzer,
-            &[corpus.text(c), &doc.title, &meta.section_path.join(" ")],
+            &[
+                corpus.text(c),
+                &doc.title,
+                &meta.location.section_path.join(" "),
+            ],
             |term| (term == stem).then_some(()),
             |(), word| *counts.entry(word).or_default() += 1,
         );

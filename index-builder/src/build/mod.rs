@@ -300,7 +300,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         let mut pending_by_hash: HashMap<[u8; 32], usize> = HashMap::new();
         if embedder.is_some() {
             for c in planned.iter().flatten() {
-                let input = embedding_input(&c.section_path, &c.text);
+                let input = embedding_input(&c.location.section_path, &c.text);
                 let hash: [u8; 32] = Sha256::digest(input.as_bytes()).into();
                 if let Some(e) = reuse.vector(&hash) {
                     chunks_reused += 1;
@@ -352,11 +352,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
             doc.chunks = chunks
                 .into_iter()
                 .map(|c| SourceChunk {
-                    section_path: c.section_path,
-                    anchor: c.anchor,
-                    line_start: c.line_start,
-                    line_end: c.line_end,
-                    page_span: c.page_span,
+                    location: c.location,
                     text: c.text,
                     embedding: vectors.next().expect("one vector slot per chunk"),
                 })
@@ -598,8 +594,8 @@ pub fn plan_chunks(
     if paged {
         // A PDF viewer opens `file.pdf#page=N` at the page: the anchor a result links to.
         for c in &mut chunks {
-            if let Some(span) = c.page_span {
-                c.anchor = format!("page={}", span.start);
+            if let Some(span) = c.location.page_span {
+                c.location.anchor = format!("page={}", span.start);
             }
         }
     }

@@ -52,11 +52,7 @@ impl Reuse {
                 .into_iter()
                 .zip(texts)
                 .map(|(m, text)| PlannedChunk {
-                    section_path: m.section_path,
-                    anchor: m.anchor,
-                    line_start: m.line_start,
-                    line_end: m.line_end,
-                    page_span: m.page_span,
+                    location: m.location,
                     text,
                 })
                 .collect(),
@@ -244,7 +240,7 @@ pub(super) fn previous_bundle(
         for d in 0..docs.documents().len() {
             let first = docs.documents()[d].first_chunk as usize;
             for (k, meta) in docs.chunks(d)?.iter().enumerate() {
-                hash(&meta.section_path, first + k)?;
+                hash(&meta.location.section_path, first + k)?;
             }
         }
         drop(reader);

@@ -61,7 +61,7 @@ enum Command {
 #[derive(clap::Args)]
 struct CalibrationArgs {
     /// Ceiling on `limit` (the contract's 50); evaluation reads deeper rankings.
-    #[arg(long, default_value_t = EngineOptions::default().max_limit)]
+    #[arg(long, default_value_t = docloupe::Calibration::default().max_limit)]
     max_limit: usize,
     /// Share of the rerank model in ordering its pool (0..1), for benchmark comparisons.
     /// Default: the weight calibrated for the model (its manifest's blendWeight).
@@ -80,20 +80,19 @@ struct CalibrationArgs {
     fusion: Fusion,
 }
 
-/// The engine's options for `args`: the model flags', and in a calibration build the
+/// `engine` with the options of `args`: the model flags', and in a calibration build the
 /// benchmarks' settings.
-fn search_options(args: &SearchArgs) -> EngineOptions {
-    let options = args.model_args.engine_options();
+fn configured(engine: Engine, args: &SearchArgs) -> Engine {
+    let engine = engine.with_options(args.model_args.engine_options());
     #[cfg(feature = "calibration")]
-    let options = EngineOptions {
+    let engine = engine.calibrate(docloupe::Calibration {
         max_limit: args.calibration.max_limit,
         fusion: args.calibration.fusion,
         rerank_weight: args.calibration.rerank_weight,
         explain_features: args.calibration.explain_features,
         match_floor: args.calibration.match_floor,
-        ..options
-    };
-    options
+    });
+    engine
 }
 
 #[derive(clap::Args)]
@@ -366,7 +365,7 @@ fn search(args: SearchArgs) -> Result<()> {
     if let Some(e) = embedder {
         engine.install_embedder(e).with_context(cannot_load)?;
     }
-    let mut engine = engine.with_options(search_options(&args));
+    let mut engine = configured(engine, &args);
     // Only hybrid requests rerank; a single fulltext/semantic query skips loading a model.
     let wants_reranker = args.jsonl || mode == Mode::Hybrid;
     if wants_reranker && header.flags.hybrid {

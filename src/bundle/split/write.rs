@@ -34,7 +34,11 @@ pub fn surface_forms(bundle: &crate::bundle::Bundle) -> crate::error::Result<Vec
         };
         count_words(
             &analyzer,
-            &[text.get(c)?, &doc.title, &meta.section_path.join(" ")],
+            &[
+                text.get(c)?,
+                &doc.title,
+                &meta.location.section_path.join(" "),
+            ],
             id,
             |i, word| *counts[i].entry(word).or_default() += 1,
         );
