@@ -126,6 +126,7 @@ lint: setup-wasm
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --release --bin docloupe --features calibration -- -D warnings
+	$(CARGO) clippy -p index-builder --lib --no-default-features -- -D warnings
 	$(CARGO) clippy --lib --test wasm_engine --target wasm32-unknown-unknown --no-default-features -- -D warnings
 	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features models -- -D warnings
 	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features docloupe/host-inflate -p docloupe -p docloupe-inflate -- -D warnings

@@ -4,14 +4,19 @@
 //! Data flow: [`ingest`] finds and parses documents (markdown, text) and [`convert`] turns the
 //! binary formats into the same sections, run in a limited child process by [`isolate`];
 //! [`cite`] matches documents to a bibliography; [`chunk`] cuts sections to the model's
-//! window; [`build`] drives it all into a bundle and writes it atomically; [`site`] renders the
-//! same folder as HTML pages.
+//! window; [`build`] drives it all into a bundle (embedding it with the models) and
+//! [`output`] writes it atomically; [`site`] renders the same folder as HTML pages.
+//!
+//! Without the default `models` feature the library has everything but [`build`]: the fuzz
+//! targets' build, which so leaves the models' runtime out of what libFuzzer instruments.
 
+#[cfg(feature = "models")]
 pub mod build;
 pub mod chunk;
 pub mod cite;
 pub mod convert;
 pub mod ingest;
 pub mod isolate;
+pub mod output;
 pub mod site;
 pub mod trust;

@@ -465,7 +465,7 @@ fn split(path: &std::path::Path, out: &std::path::Path) -> Result<()> {
     docloupe::bundle::check_vectors(&bytes)?;
     let bundle = docloupe::bundle::decode_lexical(&bytes)?;
     // Each file is written as it is made; only its name and size are kept for the report.
-    let mut out_dir = build::DirWriter::new(out, "split")?;
+    let mut out_dir = index_builder::output::DirWriter::new(out, "split")?;
     let mut files: Vec<(String, usize)> = Vec::new();
     let mut failed = None;
     let cut = docloupe::bundle::split::split_into(&bundle, &bytes, sizes, |name, file| {

@@ -375,7 +375,7 @@ pub fn write_site(
     let mut warnings = Vec::new();
     let pages = render_site(root, &mut warnings)?;
     let files = layout(&pages, title, head, csp);
-    crate::build::write_dir_atomically(out, &files, "site")
+    crate::output::write_dir_atomically(out, &files, "site")
         .with_context(|| format!("cannot write the site to {}", out.display()))?;
     Ok((pages.len(), warnings))
 }

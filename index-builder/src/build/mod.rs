@@ -24,10 +24,9 @@ use crate::cite::{MetadataWarning, References};
 use crate::ingest::discover_all;
 use crate::isolate::convert_isolated;
 
-mod output;
 mod previous;
 
-pub use output::*;
+use crate::output::*;
 use previous::*;
 
 pub struct BuildConfig {

@@ -1,12 +1,16 @@
-//! Writing the build's output: files and folders replaced atomically (a temporary sibling, then
-//! a rename), never through a planted symbolic link, and only over what a build wrote before.
+//! Writing what the builder makes (bundles, split layouts, sites): files and folders replaced
+//! atomically (a temporary sibling, then a rename), never through a planted symbolic link, and
+//! only over what a build wrote before.
 
-use super::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
 
 /// `--out` must name a regular file or nothing: the bundle is renamed over it, which would
 /// replace a device (`/dev/null`), a FIFO or a link with a file (and reading a FIFO first
 /// would block forever).
-pub(super) fn check_output_file(out: &Path) -> Result<()> {
+pub fn check_output_file(out: &Path) -> Result<()> {
     let meta = match std::fs::symlink_metadata(out) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -29,7 +33,7 @@ pub(super) fn check_output_file(out: &Path) -> Result<()> {
     )
 }
 
-pub(super) fn parent_dir(path: &Path) -> PathBuf {
+pub(crate) fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -92,10 +96,10 @@ pub fn write_dir_atomically(dir: &Path, files: &[(String, Vec<u8>)], what: &str)
 /// written as they come, so a writer never holds them all (a split of 100,000 documents is
 /// 650 MB of files).
 pub struct DirWriter {
-    pub(super) dir: PathBuf,
-    pub(super) what: String,
-    pub(super) replaces: bool,
-    pub(super) tmp: tempfile::TempDir,
+    pub(crate) dir: PathBuf,
+    pub(crate) what: String,
+    pub(crate) replaces: bool,
+    pub(crate) tmp: tempfile::TempDir,
 }
 
 impl DirWriter {
@@ -183,7 +187,7 @@ impl DirWriter {
 }
 
 /// `dir`'s own name, for the names of its fresh and old copies beside it.
-pub(super) fn dir_name(dir: &Path, what: &str) -> String {
+pub(crate) fn dir_name(dir: &Path, what: &str) -> String {
     dir.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| what.into())
@@ -191,7 +195,7 @@ pub(super) fn dir_name(dir: &Path, what: &str) -> String {
 
 /// A random 64-bit number for a temporary name (from the standard library's randomly keyed
 /// hasher: no extra crate).
-pub(super) fn rand_suffix() -> u64 {
+pub(crate) fn rand_suffix() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(std::process::id() as u64);
@@ -200,7 +204,7 @@ pub(super) fn rand_suffix() -> u64 {
 
 /// Sets `f`'s permission bits (temporary files are created 0600; a bundle or a site is read
 /// by other users, such as a web server).
-pub(super) fn readable(f: &std::fs::File, mode: u32) -> std::io::Result<()> {
+pub(crate) fn readable(f: &std::fs::File, mode: u32) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -212,7 +216,7 @@ pub(super) fn readable(f: &std::fs::File, mode: u32) -> std::io::Result<()> {
 }
 
 /// Makes a rename in `dir` durable.
-pub(super) fn sync_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::fs::File::open(dir)?.sync_all()?;
     #[cfg(not(unix))]
