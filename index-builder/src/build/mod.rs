@@ -160,7 +160,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
             }
             unread_types.insert(ext.clone(), paths.len());
         }
-        found.files
+        crate::convert::html::site_documents(found.files, &mut warnings)
     };
     if files.is_empty() {
         bail!(

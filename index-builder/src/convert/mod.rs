@@ -1,8 +1,8 @@
 //! Convert: every format the builder reads becomes one [`ConversionResult`]: a stable
 //! `docId`, the document's heading tree (its `outline`), a `pageMap` for paged formats, and
 //! the sections (breadcrumb, anchor, text blocks with line ranges and pages) that chunking
-//! reads. Markdown and plain text are parsed by [`crate::ingest`]; PDF ([`pdf`]), DOCX
-//! ([`docx`]) and spreadsheets ([`sheet`]) are converted here.
+//! reads. Markdown and plain text are parsed by [`crate::ingest`]; HTML pages ([`html`]), PDF
+//! ([`pdf`]), DOCX ([`docx`]) and spreadsheets ([`sheet`]) are converted here.
 //!
 //! A file a converter cannot read (encrypted, scanned images only, broken) is an `Err` with
 //! the reason, which the build reports as a warning naming the file before going on. A
@@ -10,6 +10,7 @@
 
 pub mod dates;
 mod docx;
+pub mod html;
 mod hyphen;
 mod pdf;
 mod sheet;
@@ -67,7 +68,10 @@ pub fn convert(
     let doc_id = sha256_hex(bytes)[..32].to_owned();
     let (doc, page_map) = if format.is_text() {
         let text = decode_text(bytes)?;
-        let doc = parse_document(format, &text, file_stem, warnings, rel);
+        let doc = match format {
+            Format::Html => html::convert(text.trim_start_matches('\u{feff}'), file_stem)?,
+            _ => parse_document(format, &text, file_stem, warnings, rel),
+        };
         (doc, PageMap::default())
     } else {
         // Spreadsheets carry their dates in their package (an XLS keeps them where calamine
@@ -84,7 +88,9 @@ pub fn convert(
                 })
             }
             // Read as text above.
-            Format::Markdown | Format::Text => Err("text reached the binary converters".into()),
+            Format::Markdown | Format::Text | Format::Html => {
+                Err("text reached the binary converters".into())
+            }
         };
         // The PDF and spreadsheet parsers assert on some malformed input; such a file is
         // broken, not a reason to stop the build.

@@ -435,7 +435,21 @@ pub enum Item {
 /// page's own H1) is kept out of the breadcrumb once. Sections without text are dropped; the
 /// heading tree keeps every heading.
 pub fn assemble(title: &str, items: Vec<Item>) -> (Vec<Section>, Vec<Heading>) {
+    assemble_with(title, items, false)
+}
+
+/// [`assemble`] for a page whose anchors exist already (HTML): a heading's `id` is its anchor
+/// as it is, repeats included (a browser goes to the first), and a heading without one takes
+/// the anchor of the nearest heading above it by level that has one (else the page's top):
+/// never a slug the page does not hold.
+pub fn assemble_anchored(title: &str, items: Vec<Item>) -> (Vec<Section>, Vec<Heading>) {
+    assemble_with(title, items, true)
+}
+
+fn assemble_with(title: &str, items: Vec<Item>, verbatim: bool) -> (Vec<Section>, Vec<Heading>) {
     let mut slugs = Slugger::default();
+    // The anchors of the headings on `stack`, by level (verbatim mode's inheritance).
+    let mut anchors: Vec<(u8, String)> = Vec::new();
     let mut stack: Vec<(u8, String)> = Vec::new();
     let mut outline = Vec::new();
     let mut sections = vec![Section {
@@ -452,10 +466,16 @@ pub fn assemble(title: &str, items: Vec<Item>) -> (Vec<Section>, Vec<Heading>) {
                 id,
                 page,
             } => {
-                let anchor = match id {
-                    Some(id) => slugs.reserve(&id),
-                    None => slugs.slug(&h),
+                while anchors.last().is_some_and(|(l, _)| *l >= level) {
+                    anchors.pop();
+                }
+                let anchor = match (id, verbatim) {
+                    (Some(id), false) => slugs.reserve(&id),
+                    (None, false) => slugs.slug(&h),
+                    (Some(id), true) => id,
+                    (None, true) => anchors.last().map(|(_, a)| a.clone()).unwrap_or_default(),
                 };
+                anchors.push((level, anchor.clone()));
                 let h = bounded_label(&h);
                 outline.push(Heading {
                     level,

@@ -112,6 +112,8 @@ pub enum Format {
     Markdown,
     /// Plain text: paragraphs, no headings.
     Text,
+    /// A page as a site serves it: its content, headings with their ids, metadata.
+    Html,
     /// Text per page; headings from the outline (bookmarks) where it has one.
     Pdf,
     /// Word: paragraphs, tables, headings from heading styles.
@@ -135,9 +137,10 @@ pub struct FormatSpec {
 
 impl Format {
     /// Every format, in the order they are listed to users.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Markdown,
         Format::Text,
+        Format::Html,
         Format::Pdf,
         Format::Docx,
         Format::Xlsx,
@@ -151,6 +154,7 @@ impl Format {
         let (doc_type, extensions, text): (&str, &[&str], bool) = match self {
             Format::Markdown => ("md", &["md", "markdown"], true),
             Format::Text => ("txt", &["txt"], true),
+            Format::Html => ("html", &["html", "htm"], true),
             Format::Pdf => ("pdf", &["pdf"], false),
             Format::Docx => ("docx", &["docx", "docm", "dotx", "dotm"], false),
             Format::Xlsx => ("xlsx", &["xlsx", "xlsm", "xltx", "xltm"], false),
