@@ -42,32 +42,17 @@ pub struct Survey {
     pub canonical: Option<String>,
 }
 
-/// A page's [`Survey`].
+/// A page's [`Survey`], by the same reading [`convert`] takes (a marker inside a `<template>`
+/// is no more a marker here than there). A page [`convert`] refuses has none.
 pub fn survey(text: &str) -> Survey {
-    if nesting_estimate(text) > MAX_DEPTH {
-        // Refused when it is converted.
+    let Ok(html) = parse(text) else {
         return Survey::default();
+    };
+    let f = facts(&html);
+    Survey {
+        body_marked: f.marked.is_some(),
+        canonical: f.canonical,
     }
-    let html = Html::parse_document(text);
-    let mut out = Survey::default();
-    for node in html.tree.root().descendants() {
-        let Some(e) = node.value().as_element() else {
-            continue;
-        };
-        if e.attr("data-docloupe-body").is_some() {
-            out.body_marked = true;
-        }
-        if out.canonical.is_none()
-            && e.name() == "link"
-            && e.attr("rel").is_some_and(|r| {
-                r.split_ascii_whitespace()
-                    .any(|t| t.eq_ignore_ascii_case("canonical"))
-            })
-        {
-            out.canonical = e.attr("href").map(|h| h.trim().to_owned());
-        }
-    }
-    out
 }
 
 /// The site's pages that are documents: on a site where any page marks its content
@@ -304,34 +289,65 @@ fn usable_id(id: Option<&str>) -> Option<String> {
         .then(|| id.to_owned())
 }
 
+/// `root`'s edges in document order, less the subtrees [`Walk::prune`] is given: neither a
+/// pruned node's own edges nor anything inside it. `root` itself is never pruned. The one
+/// walk every reading of a page takes (what is never read stays unread in all of them).
+struct Walk<'a> {
+    edges: ego_tree::iter::Traverse<'a, Node>,
+    root: ego_tree::NodeId,
+    pruned: Option<ego_tree::NodeId>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(root: NodeRef<'a, Node>) -> Self {
+        Walk {
+            edges: root.traverse(),
+            root: root.id(),
+            pruned: None,
+        }
+    }
+
+    /// Leaves out the rest of `node`, whose `Open` edge was just given.
+    fn prune(&mut self, node: NodeRef<'a, Node>) {
+        if node.id() != self.root {
+            self.pruned = Some(node.id());
+        }
+    }
+}
+
+impl<'a> Iterator for Walk<'a> {
+    type Item = Edge<'a, Node>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let edge = self.edges.next()?;
+            match (self.pruned, edge) {
+                (None, edge) => return Some(edge),
+                (Some(p), Edge::Close(n)) if n.id() == p => self.pruned = None,
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The text under `node`, whitespace collapsed, without what is never read and without links
 /// that are only a mark.
 fn text_of(node: NodeRef<'_, Node>) -> String {
     let mut out = String::new();
-    let mut skip: Option<ego_tree::NodeId> = None;
-    for edge in node.traverse() {
+    let mut walk = Walk::new(node);
+    while let Some(edge) = walk.next() {
         match edge {
-            Edge::Open(n) => {
-                if skip.is_some() {
-                    continue;
-                }
-                match n.value() {
-                    Node::Element(e) => {
-                        let self_link = e.name() == "a" && only_marks(&raw_text(n));
-                        if n.id() != node.id() && (never_read(e.name()) || hidden(e) || self_link) {
-                            skip = Some(n.id());
-                        }
+            Edge::Open(n) => match n.value() {
+                Node::Element(e) => {
+                    let self_link = e.name() == "a" && only_marks(&raw_text(n));
+                    if never_read(e.name()) || hidden(e) || self_link {
+                        walk.prune(n);
                     }
-                    Node::Text(t) => {
-                        out.push_str(t);
-                    }
-                    _ => {}
                 }
-            }
+                Node::Text(t) => out.push_str(t),
+                _ => {}
+            },
             Edge::Close(n) => {
-                if skip == Some(n.id()) {
-                    skip = None;
-                }
                 if element(&n).is_some_and(|e| e.name() == "br") {
                     out.push(' ');
                 }
@@ -360,29 +376,20 @@ struct Facts<'a> {
     role_main: Option<NodeRef<'a, Node>>,
     body: Option<NodeRef<'a, Node>>,
     first_h1: Option<String>,
+    /// The first `<link rel=canonical>`'s `href`.
+    canonical: Option<String>,
     annotated: Vec<NodeRef<'a, Node>>,
 }
 
 fn facts(html: &Html) -> Facts<'_> {
     let mut f = Facts::default();
-    let mut skip: Option<ego_tree::NodeId> = None;
-    for edge in html.tree.root().traverse() {
-        let n = match edge {
-            Edge::Open(n) => n,
-            Edge::Close(n) => {
-                if skip == Some(n.id()) {
-                    skip = None;
-                }
-                continue;
-            }
-        };
+    let mut walk = Walk::new(html.tree.root());
+    while let Some(edge) = walk.next() {
+        let Edge::Open(n) = edge else { continue };
         let Some(e) = element(&n) else { continue };
-        if skip.is_some() {
-            continue;
-        }
         match e.name() {
             "script" | "style" | "template" | "noscript" => {
-                skip = Some(n.id());
+                walk.prune(n);
                 continue;
             }
             "html" if f.lang.is_none() => {
@@ -406,6 +413,15 @@ fn facts(html: &Html) -> Facts<'_> {
                         f.metas.push((key.trim().to_ascii_lowercase(), content));
                     }
                 }
+            }
+            "link"
+                if f.canonical.is_none()
+                    && e.attr("rel").is_some_and(|r| {
+                        r.split_ascii_whitespace()
+                            .any(|t| t.eq_ignore_ascii_case("canonical"))
+                    }) =>
+            {
+                f.canonical = e.attr("href").map(|h| h.trim().to_owned());
             }
             "main" if f.main.is_none() => f.main = Some(n),
             "body" if f.body.is_none() => f.body = Some(n),
@@ -554,15 +570,20 @@ pub fn nesting_estimate(text: &str) -> usize {
     max
 }
 
-/// Converts one HTML page. `Err` for a page that is not a document (noindex, a redirect).
-pub fn convert(text: &str, file_stem: &str) -> Result<ParsedDoc, String> {
+/// The page's tree, unless it nests deeper than [`MAX_DEPTH`] (refused before it is parsed).
+fn parse(text: &str) -> Result<Html, String> {
     let depth = nesting_estimate(text);
     if depth > MAX_DEPTH {
         return Err(format!(
             "its elements nest {depth} deep, over the {MAX_DEPTH} limit"
         ));
     }
-    let html = Html::parse_document(text);
+    Ok(Html::parse_document(text))
+}
+
+/// Converts one HTML page. `Err` for a page that is not a document (noindex, a redirect).
+pub fn convert(text: &str, file_stem: &str) -> Result<ParsedDoc, String> {
+    let html = parse(text)?;
     let f = facts(&html);
     if f.meta("robots").is_some_and(|r| {
         r.split(',')
@@ -691,7 +712,6 @@ fn walk(root: NodeRef<'_, Node>, furnished: bool) -> (Vec<Item>, Option<String>)
     let mut pre = 0usize;
     // Open elements with an id, and whether a heading has been seen inside each since.
     let mut ided: Vec<(ego_tree::NodeId, String, bool)> = Vec::new();
-    let mut skip: Option<ego_tree::NodeId> = None;
     // The anchor of the heading just read, until text follows it (its self link is skipped).
     let mut after_heading: Option<String> = None;
 
@@ -713,89 +733,77 @@ fn walk(root: NodeRef<'_, Node>, furnished: bool) -> (Vec<Item>, Option<String>)
         }
     };
 
-    for edge in root.traverse() {
+    let mut walk = Walk::new(root);
+    while let Some(edge) = walk.next() {
         match edge {
-            Edge::Open(n) => {
-                if skip.is_some() {
-                    continue;
-                }
-                match n.value() {
-                    Node::Text(t) => {
-                        if !t.trim().is_empty() {
-                            after_heading = None;
-                        }
-                        buf.push_str(t);
+            Edge::Open(n) => match n.value() {
+                Node::Text(t) => {
+                    if !t.trim().is_empty() {
+                        after_heading = None;
                     }
-                    Node::Element(e) => {
-                        let name = e.name();
-                        if first_time.is_none() && name == "time" {
-                            first_time = e.attr("datetime").and_then(normalize_date);
-                        }
-                        let furniture = furnished && matches!(name, "header" | "footer");
-                        let self_link = name == "a"
-                            && after_heading.as_ref().is_some_and(|a| {
-                                e.attr("href")
-                                    .is_some_and(|h| h.strip_prefix('#') == Some(a))
-                            });
-                        if n.id() != root.id()
-                            && (never_read(name) || hidden(e) || furniture || self_link)
-                        {
-                            skip = Some(n.id());
-                            continue;
-                        }
-                        if let Some(level) = heading_level(name) {
-                            flush(&mut buf, &mut items, &mut blocks, pre > 0);
-                            let title = text_of(n);
-                            let anchor = usable_id(e.attr("id"))
-                                .or_else(|| {
-                                    n.descendants().find_map(|d| {
-                                        let de = element(&d).filter(|de| de.name() == "a")?;
-                                        usable_id(de.attr("id")).or(usable_id(de.attr("name")))
-                                    })
+                    buf.push_str(t);
+                }
+                Node::Element(e) => {
+                    let name = e.name();
+                    if first_time.is_none() && name == "time" {
+                        first_time = e.attr("datetime").and_then(normalize_date);
+                    }
+                    let furniture = furnished && matches!(name, "header" | "footer");
+                    let self_link = name == "a"
+                        && after_heading.as_ref().is_some_and(|a| {
+                            e.attr("href")
+                                .is_some_and(|h| h.strip_prefix('#') == Some(a))
+                        });
+                    if never_read(name) || hidden(e) || furniture || self_link {
+                        walk.prune(n);
+                        continue;
+                    }
+                    if let Some(level) = heading_level(name) {
+                        flush(&mut buf, &mut items, &mut blocks, pre > 0);
+                        let title = text_of(n);
+                        let anchor = usable_id(e.attr("id"))
+                            .or_else(|| {
+                                n.descendants().find_map(|d| {
+                                    let de = element(&d).filter(|de| de.name() == "a")?;
+                                    usable_id(de.attr("id")).or(usable_id(de.attr("name")))
                                 })
-                                .or_else(|| {
-                                    ided.iter()
-                                        .rev()
-                                        .find(|(_, _, seen)| !seen)
-                                        .map(|(_, id, _)| id.clone())
-                                });
-                            for entry in &mut ided {
-                                entry.2 = true;
-                            }
-                            if !title.is_empty() {
-                                after_heading = anchor.clone();
-                                items.push(Item::Heading {
-                                    level,
-                                    title,
-                                    id: anchor,
-                                    page: None,
-                                });
-                            }
-                            skip = Some(n.id());
-                            continue;
+                            })
+                            .or_else(|| {
+                                ided.iter()
+                                    .rev()
+                                    .find(|(_, _, seen)| !seen)
+                                    .map(|(_, id, _)| id.clone())
+                            });
+                        for entry in &mut ided {
+                            entry.2 = true;
                         }
-                        if let Some(id) = usable_id(e.attr("id")) {
-                            ided.push((n.id(), id, false));
+                        if !title.is_empty() {
+                            after_heading = anchor.clone();
+                            items.push(Item::Heading {
+                                level,
+                                title,
+                                id: anchor,
+                                page: None,
+                            });
                         }
-                        if name == "pre" {
-                            flush(&mut buf, &mut items, &mut blocks, false);
-                            pre += 1;
-                        } else if is_block(name) {
-                            flush(&mut buf, &mut items, &mut blocks, pre > 0);
-                        } else if matches!(name, "td" | "th") && !buf.trim().is_empty() {
-                            buf.push_str(" | ");
-                        }
+                        walk.prune(n);
+                        continue;
                     }
-                    _ => {}
+                    if let Some(id) = usable_id(e.attr("id")) {
+                        ided.push((n.id(), id, false));
+                    }
+                    if name == "pre" {
+                        flush(&mut buf, &mut items, &mut blocks, false);
+                        pre += 1;
+                    } else if is_block(name) {
+                        flush(&mut buf, &mut items, &mut blocks, pre > 0);
+                    } else if matches!(name, "td" | "th") && !buf.trim().is_empty() {
+                        buf.push_str(" | ");
+                    }
                 }
-            }
+                _ => {}
+            },
             Edge::Close(n) => {
-                if let Some(s) = skip {
-                    if s == n.id() {
-                        skip = None;
-                    }
-                    continue;
-                }
                 let Some(e) = element(&n) else { continue };
                 let name = e.name();
                 if ided.last().is_some_and(|(id, _, _)| *id == n.id()) {

@@ -183,3 +183,20 @@ fn served_paths_and_canonical_keys() {
     );
     assert_eq!(canonical_key("//x.org", "a.html"), "/");
 }
+
+#[test]
+fn the_survey_reads_a_page_as_its_conversion_does() {
+    let s = survey(
+        r#"<html><head><link rel="Canonical alternate" href=" /docs/a/ "></head><body><template><div data-docloupe-body>t</div></template><main>x</main></body></html>"#,
+    );
+    assert_eq!(
+        s,
+        Survey {
+            body_marked: false,
+            canonical: Some("/docs/a/".into())
+        }
+    );
+    assert!(survey("<body><div data-docloupe-body>x</div></body>").body_marked);
+    let deep = "<div>".repeat(MAX_DEPTH + 1);
+    assert_eq!(survey(&deep), Survey::default());
+}
