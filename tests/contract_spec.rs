@@ -458,6 +458,14 @@ fn a_project_id_must_match_the_collection() {
         assert_eq!(x.error_code, ErrorCode::InvalidRequest, "{mode}");
         assert_eq!(x.details.unwrap()["reason"], "HybridNotSupported");
     }
+    // A request that names no mode gets the fulltext answer, saying so (issue 62: a site
+    // indexed with `--model none` answers every host as a keyword engine).
+    let r = ok(&p, json!({"query": "cache"}));
+    assert_eq!(r.applied_strategy, "bm25_docs_only");
+    assert!(!r.fallback_applied);
+    let fulltext = ok(&p, json!({"query": "cache", "mode": "fulltext"}));
+    assert_eq!(paths(&r), paths(&fulltext));
+    assert!(!r.results.is_empty());
 }
 
 #[test]

@@ -54,6 +54,7 @@ async function modelsFrom(url) {
 /**
  * Where `index-builder site` puts a result: `guide/install.md` + anchor →
  * `guide/install.html#anchor`, `notes/changes.txt` → `notes/changes.txt.html`, from the root.
+ * An indexed HTML page is where the site serves it: `a/index.html` + anchor → `a/#anchor`.
  * PDFs, Word files and spreadsheets are served as they are: `paper.pdf#page=3` opens a PDF at
  * the result's page.
  */
@@ -61,6 +62,8 @@ function defaultHref(result, root) {
   const path = result.documentPath;
   if (/\.(md|markdown)$/i.test(path)) return new URL(pagePath(path.replace(/\.(md|markdown)$/i, '.html')) + fragment(result.anchor), root).href;
   if (/\.txt$/i.test(path)) return new URL(pagePath(`${path}.html`) + fragment(result.anchor), root).href;
+  // An indexed HTML page is the URL it is served at: `a/index.html` is `a/`, `a.html` itself.
+  if (/\.html?$/i.test(path)) return new URL(pagePath(path.replace(/(^|\/)index\.html?$/i, '$1')) + fragment(result.anchor), root).href;
   return new URL(pagePath(path) + (result.pageStart ? `#page=${result.pageStart}` : ''), root).href;
 }
 

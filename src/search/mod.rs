@@ -486,7 +486,14 @@ impl Engine {
     fn run(&self, req: &SearchRequest, given_vector: Option<Vec<f32>>) -> Result<SearchResponse> {
         let started = Instant::now();
         let mut timings = Timings::default();
-        let plan = request::validate(req, self.calibration.max_limit)?;
+        let mut plan = request::validate(req, self.calibration.max_limit)?;
+        // A request that names no mode asks for the best the bundle has: over one built
+        // without vectors that is fulltext (as the CLI answers), not a refusal; only a request
+        // that names hybrid or semantic is told the bundle cannot answer it.
+        if !plan.mode_named && !self.has_vectors() {
+            plan.mode = Mode::Fulltext;
+            plan.rerank = false;
+        }
         let corpus = Corpus::new(&self.data);
         request::check_project(&plan, corpus.header())?;
         // Analyze: the query's words, and the mode that runs.

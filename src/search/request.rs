@@ -231,6 +231,9 @@ pub struct Plan {
     pub query: String,
     pub limit: usize,
     pub mode: Mode,
+    /// The request named its mode. One that did not runs fulltext over a bundle without
+    /// vectors (and the contract's default, hybrid, over one with them).
+    pub mode_named: bool,
     /// Rerank requested (only hybrid requests rerank).
     pub rerank: bool,
     pub candidate_limit: usize,
@@ -343,6 +346,7 @@ pub fn validate(req: &SearchRequest, max_limit: usize) -> Result<Plan> {
         query: query.to_owned(),
         limit,
         mode,
+        mode_named: req.mode.is_some(),
         rerank: mode == Mode::Hybrid && req.rerank.unwrap_or(true),
         candidate_limit,
         offset,
