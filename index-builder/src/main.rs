@@ -164,8 +164,21 @@ struct BuildArgs {
     /// they are counted by extension: "3 files of unknown type skipped: .dwg ×2, .rtf ×1").
     #[arg(long)]
     list_skipped: bool,
+    /// Read only documents of these types, comma-separated (md, txt, html, pdf, docx, xlsx,
+    /// xls, ods): `--formats html` indexes a built site's pages and leaves its robots.txt and
+    /// stray sources out. Default: every type.
+    #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "TYPES")]
+    formats: Option<Vec<ingest::Format>>,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+fn parse_format(s: &str) -> Result<ingest::Format, String> {
+    let t = s.trim().trim_start_matches('.').to_ascii_lowercase();
+    ingest::Format::from_doc_type(&t).ok_or_else(|| {
+        let known: Vec<&str> = ingest::Format::ALL.iter().map(|f| f.doc_type()).collect();
+        format!("{s:?} is not a document type ({})", known.join(", "))
+    })
 }
 
 /// What converting one PDF, DOCX or spreadsheet may take: each runs in a child process with
@@ -317,6 +330,7 @@ fn build(args: BuildArgs) -> Result<()> {
         force_rebuild: args.force_rebuild,
         trust_previous: args.trust_previous,
         list_skipped: args.list_skipped,
+        formats: args.formats,
         convert_limits: args.limits.limits(),
     })?;
     let mut report = report;

@@ -51,6 +51,9 @@ pub struct BuildConfig {
     pub trust_previous: bool,
     /// Name every file of an unknown type in the warnings, not only their counts.
     pub list_skipped: bool,
+    /// Only documents of these formats (`--formats html`: a built site's pages, not its
+    /// `robots.txt`); `None` reads every format.
+    pub formats: Option<Vec<crate::ingest::Format>>,
     /// What converting one PDF, DOCX or spreadsheet may take (a child process each).
     pub convert_limits: crate::isolate::Limits,
 }
@@ -144,9 +147,39 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
 
     let mut unread_types = std::collections::BTreeMap::new();
     let files = if single {
-        vec![crate::ingest::single_file(&cfg.input)?]
+        let file = crate::ingest::single_file(&cfg.input)?;
+        if let Some(keep) = cfg.formats.as_ref().filter(|k| !k.contains(&file.format)) {
+            bail!(
+                "{} is a {} document, and --formats asks for {} only",
+                cfg.input.display(),
+                file.format.doc_type(),
+                format_list(keep)
+            );
+        }
+        vec![file]
     } else {
-        let found = discover_all(&cfg.input, &mut warnings);
+        let mut found = discover_all(&cfg.input, &mut warnings);
+        if let Some(keep) = &cfg.formats {
+            let (kept, left): (Vec<_>, Vec<_>) = std::mem::take(&mut found.files)
+                .into_iter()
+                .partition(|f| keep.contains(&f.format));
+            found.files = kept;
+            if !left.is_empty() {
+                let mut by_type = std::collections::BTreeMap::<&str, usize>::new();
+                for f in &left {
+                    *by_type.entry(f.format.doc_type()).or_default() += 1;
+                }
+                let counts: Vec<String> =
+                    by_type.iter().map(|(t, n)| format!(".{t} ×{n}")).collect();
+                warnings.push(format!(
+                    "{} file{} left out by --formats {}: {}",
+                    left.len(),
+                    if left.len() == 1 { "" } else { "s" },
+                    format_list(keep),
+                    counts.join(", ")
+                ));
+            }
+        }
         if let Some(summary) = found.unread_summary() {
             warnings.push(summary);
         }
@@ -165,7 +198,10 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     if files.is_empty() {
         bail!(
             "no documents ({}) found under {}",
-            crate::ingest::read_extensions(),
+            match &cfg.formats {
+                Some(keep) => format_list(keep),
+                None => crate::ingest::read_extensions(),
+            },
             cfg.input.display()
         );
     }
@@ -617,3 +653,9 @@ fn progress_bar(show: bool, len: u64, what: &'static str) -> ProgressBar {
 
 #[cfg(test)]
 mod tests;
+
+/// `html, pdf`: the formats `--formats` named.
+fn format_list(formats: &[crate::ingest::Format]) -> String {
+    let names: Vec<&str> = formats.iter().map(|f| f.doc_type()).collect();
+    names.join(", ")
+}
