@@ -23,7 +23,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker try-recipes clean-cache ranker fuzz setup-fuzz calibration
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker try-recipes package test-npm clean-cache ranker fuzz setup-fuzz calibration
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -39,6 +39,7 @@ help:
 	@echo "make bench-scale  110K documents: build, sizes, split, CLI/MCP/Worker latency and memory (SCALE_ARGS=--embeddings: ~7.5 h)"
 	@echo "make edge   the search API as a Cloudflare Worker on local workerd, http://127.0.0.1:8787 (demo bundle)"
 	@echo "make bench-edge  wrk load on the local Worker (100 connections, 30 s), RSS, size vs Cloudflare's limits"
+	@echo "make package  the npm tarballs (docloupe, @docloupe/linux-x64, the models) in target/npm"
 	@echo "make try-recipes  build a sample site with mdBook, VitePress, Docusaurus, Starlight + docloupe; check each in Chromium"
 
 # Toolchain pieces a fresh machine may lack; each step is skipped when already present.
@@ -149,7 +150,17 @@ test-mcp: models build
 	@cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error
 	MODEL_DIR=$(MODEL_DIR) bash tests/mcp/run.sh
 
-test: models lint unit test-wasm test-web test-edge test-mcp
+# The npm tarballs in target/npm/ (npm/pack.mjs): docloupe (JS API, component, wasm, the CLI
+# entry), @docloupe/linux-x64 (the native binaries), the models as packages of their own.
+package: models build wasm
+	node npm/pack.mjs
+
+# The tarballs installed offline into an empty folder with only node and npm on PATH; a
+# VitePress site indexed by `npx docloupe --site` at / and /harbor/; every result in Chromium.
+test-npm: models build wasm
+	bash tests/npm/run.sh
+
+test: models lint unit test-wasm test-web test-edge test-mcp test-npm
 
 bench: models build
 	$(CARGO) build --release --example build_efficiency

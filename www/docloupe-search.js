@@ -52,13 +52,14 @@ async function modelsFrom(url) {
 }
 
 /**
- * Where `index-builder site` puts a result: `guide/install.md` + anchor →
+ * The URL a result opens unless the `href` option says otherwise, below `root` (a URL). Where
+ * `index-builder site` puts a result: `guide/install.md` + anchor →
  * `guide/install.html#anchor`, `notes/changes.txt` → `notes/changes.txt.html`, from the root.
  * An indexed HTML page is where the site serves it: `a/index.html` + anchor → `a/#anchor`.
  * PDFs, Word files and spreadsheets are served as they are: `paper.pdf#page=3` opens a PDF at
  * the result's page.
  */
-function defaultHref(result, root) {
+export function resultHref(result, root) {
   const path = result.documentPath;
   if (/\.(md|markdown)$/i.test(path)) return new URL(pagePath(path.replace(/\.(md|markdown)$/i, '.html')) + fragment(result.anchor), root).href;
   if (/\.txt$/i.test(path)) return new URL(pagePath(`${path}.html`) + fragment(result.anchor), root).href;
@@ -568,7 +569,7 @@ export class DocloupeSearch extends HTMLElement {
     saveRecent(this.$input.value.trim());
     const o = this.#options;
     const root = new URL(o.root ?? '/', document.baseURI);
-    const wanted = o.href ? o.href(res) : defaultHref(res, root);
+    const wanted = o.href ? o.href(res) : resultHref(res, root);
     const href = navigableHref(wanted, o.allowedOrigins);
     if (!href) {
       console.warn(`docloupe: not opening ${JSON.stringify(String(wanted))}: only http(s) pages of this site`);

@@ -167,3 +167,78 @@ export function finish({ name, anchors, anchorsOk, runs }) {
   console.log(`${name}: ${pass ? 'PASS' : 'FAIL'}`);
   process.exitCode = pass ? 0 : 1;
 }
+
+/**
+ * Every result a site's index can give lands: for each chunk of `dumpFile` (`index-builder
+ * dump` JSON lines), the URL <docloupe-search> opens for it (`resultHref`, loaded from the
+ * site's own copy of the component at `component`) must answer 200 with an element whose id
+ * is the anchor. Returns {name, prefix, total, landed, failures}.
+ */
+export async function checkEveryResult({ name, siteDir, prefix = '/', dumpFile, component = 'docloupe/docloupe-search.js', startPath = '/' }) {
+  const seen = new Set();
+  const targets = [];
+  for (const line of fs.readFileSync(dumpFile, 'utf8').split('\n').filter(Boolean)) {
+    const c = JSON.parse(line);
+    const key = `${c.documentPath}#${c.anchor ?? ''}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      targets.push({ documentPath: c.documentPath, anchor: c.anchor ?? '' });
+    }
+  }
+  const server = await startServer({ [prefix]: { dir: siteDir, compress: false } });
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  const out = { name, prefix, total: targets.length, landed: 0, failures: [], targets: [] };
+  try {
+    const page = await browser.newPage();
+    await page.goto(server.url + prefix.replace(/\/$/, '') + startPath, { waitUntil: 'load' });
+    const hrefs = await page.evaluate(async ({ component, prefix, targets }) => {
+      const { resultHref } = await import(new URL(prefix + component, location.href).href);
+      const root = new URL(prefix, location.href);
+      return targets.map((t) => resultHref(t, root));
+    }, { component, prefix, targets });
+    for (const [i, t] of targets.entries()) {
+      const href = hrefs[i];
+      // From a blank page: a hash-only change of the same page would be no navigation at all.
+      await page.goto('about:blank');
+      const res = await page.goto(href, { waitUntil: 'load' });
+      const found = await page.evaluate(() => {
+        const id = decodeURIComponent(location.hash.slice(1));
+        return id === '' || !!document.getElementById(id);
+      });
+      const pass = res?.status() === 200 && found;
+      out.targets.push({ ...t, pass });
+      if (pass) out.landed++;
+      else out.failures.push({ ...t, href: decodeURI(href), status: res?.status(), anchorFound: found });
+    }
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+  console.log(`${name} at ${prefix}: ${out.landed}/${out.total} results land on their page and anchor`);
+  for (const f of out.failures.slice(0, 10)) console.log(`  FAIL ${JSON.stringify(f)}`);
+  out.pass = out.total > 0 && out.landed === out.total;
+  return out;
+}
+
+/**
+ * finish()'s `anchors` from checkEveryResult runs: the sample pages' results and the heading
+ * edge cases' (pages under extra/), landed of total; all must land.
+ */
+export function landedAnchors(every) {
+  const tally = (keep) => {
+    const ts = every.flatMap((r) => r.targets).filter((t) => keep(t.documentPath));
+    return { matched: ts.filter((t) => t.pass).length, total: ts.length };
+  };
+  const sample = tally((p) => !p.startsWith('extra/'));
+  const edge = tally((p) => p.startsWith('extra/'));
+  return { anchors: { sample, edge }, anchorsOk: sample.matched === sample.total && edge.matched === edge.total };
+}
+
+/** The anchor the index gives the section titled `heading` of `documentPath` (from a dump). */
+export function anchorOf(dumpFile, documentPath, heading) {
+  for (const line of fs.readFileSync(dumpFile, 'utf8').split('\n').filter(Boolean)) {
+    const c = JSON.parse(line);
+    if (c.documentPath === documentPath && c.sectionPath?.at(-1) === heading) return c.anchor;
+  }
+  throw new Error(`no section "${heading}" of ${documentPath} in ${dumpFile}`);
+}
