@@ -75,6 +75,7 @@ fn a_built_site_is_indexed_as_it_is_served() {
         ("guide/install/print.html", "same canonical URL"),
         ("drafts/secret.html", "noindex"),
         ("old/index.html", "redirect"),
+        ("404.html", "not-found page"),
     ] {
         assert!(
             warnings
@@ -163,6 +164,7 @@ fn a_built_site_is_indexed_as_it_is_served() {
         "IGNOREDWORDS",
         "SPHINXNAVWORDS",
         "REDIRECTWORDS",
+        "NOTFOUNDWORDS",
         "NOINDEXWORDS",
         "SCRIPTSECRET",
         "BODYLOAD",

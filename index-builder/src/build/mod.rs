@@ -180,7 +180,9 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
                 ));
             }
         }
-        if let Some(summary) = found.unread_summary() {
+        // With --formats the rest of the folder (a site's scripts, fonts, images) is left out
+        // on purpose: no warning for it.
+        if let Some(summary) = found.unread_summary().filter(|_| cfg.formats.is_none()) {
             warnings.push(summary);
         }
         for (ext, paths) in &found.unread {

@@ -91,6 +91,13 @@ pub fn site_documents(
         }
     }
     let mut dropped = vec![None::<String>; files.len()];
+    // The page a server sends for any missing URL (Hugo, Jekyll, VitePress, Docusaurus,
+    // mdBook and Sphinx themes all write one): "page not found" answers no question.
+    for (i, f) in files.iter().enumerate() {
+        if f.format == Format::Html && is_not_found_page(&f.rel) {
+            dropped[i] = Some("skipped, it is the site's not-found page".into());
+        }
+    }
     for (key, members) in &groups {
         if members.len() < 2 {
             continue;
@@ -133,6 +140,12 @@ pub fn site_documents(
             None => Some(f),
         })
         .collect()
+}
+
+/// `404.html` (or `404/index.html`) at the site's root.
+fn is_not_found_page(rel: &str) -> bool {
+    let rel = rel.to_ascii_lowercase();
+    ["404.html", "404.htm", "404/index.html", "404/index.htm"].contains(&rel.as_str())
 }
 
 /// The path a site serves a page at, relative to its root: `a/index.html` → `a/`,
