@@ -131,6 +131,8 @@ lint: setup-wasm
 	$(CARGO) clippy --lib --test wasm_engine --target wasm32-unknown-unknown --no-default-features -- -D warnings
 	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features models -- -D warnings
 	$(CARGO) clippy --lib --target wasm32-unknown-unknown --no-default-features --features docloupe/host-inflate -p docloupe -p docloupe-inflate -- -D warnings
+	@# The crates stay publishable (each includes only its sources; path dependencies carry versions).
+	$(CARGO) package --workspace --no-verify --allow-dirty --quiet
 
 unit: build
 	$(CARGO) test --release --workspace

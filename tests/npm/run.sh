@@ -5,7 +5,7 @@
 #  2. npm installs the tarballs into an empty folder, offline (a file missing from a package
 #     fails here or below, never falls back to the checkout), on a PATH holding node and npm
 #     only: cargo, rustc and python3 must not resolve there;
-#  3. VitePress (its own ids and URLs, nothing of ours in its config) builds the sample site at /
+#  3. VitePress (tests/recipes/vitepress: its own ids and URLs) builds the sample site at /
 #     and at /harbor/; `npx docloupe --site dist` indexes each, on that PATH;
 #  4. in headless Chromium every result of each index lands on an existing page and #anchor,
 #     and the search box, typed into, lands the reader on the hybrid, reranked answer.
@@ -46,7 +46,7 @@ echo "== VitePress builds the sample site at / and /harbor/"
 vp=$WORK/npm-vitepress
 mkdir -p "$vp"
 find "$vp" -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +
-cp -r tests/npm/vitepress/. "$vp/"
+tar -C tests/recipes/vitepress --exclude=./build.sh --exclude=./check.mjs -cf - . | tar -C "$vp" -xf -
 stamp="$(sha256sum <"$vp/package-lock.json" | cut -c1-64) $(node --version)"
 if [ "$(cat "$vp/node_modules/.docloupe-stamp" 2>/dev/null)" != "$stamp" ]; then
   (cd "$vp" && nice -n 19 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)

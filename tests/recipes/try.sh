@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Builds the sample site (tests/fixtures/site + content/) with each static-site generator and
-# docloupe, and checks each in headless Chromium (common/check-lib.mjs) and against
-# index-builder's anchors (common/anchors.mjs). See README.md.
-#   bash tests/recipes/try.sh [mdbook vitepress docusaurus starlight]
+# Builds the sample site (tests/fixtures/site + content/) with each static-site generator, indexes
+# the built HTML with `docloupe --site` (common/index-site.sh), and checks in headless Chromium
+# that every result lands and the search box works (common/check-lib.mjs). See README.md.
+#   bash tests/recipes/try.sh [mdbook vitepress docusaurus starlight mkdocs sphinx]
 # Installs (mdbook, Node 22, node_modules) and builds: ${DOCLOUPE_CACHE:-~/.cache/docloupe}/recipes/.
 # Logs, screenshots, results: target/test-output/recipes/. Exits non-zero if any generator fails.
 set -euo pipefail
 source "$(dirname "$0")/common/env.sh"
 cd "$ROOT"
 
-all=(mdbook vitepress docusaurus starlight)
+all=(mdbook vitepress docusaurus starlight mkdocs sphinx)
 gens=("$@")
 [ ${#gens[@]} -gt 0 ] || gens=("${all[@]}")
 for g in "${gens[@]}"; do
@@ -63,6 +63,16 @@ ensure_node22() {
 # npm ci from the committed lockfile, skipped while the lockfile and Node are unchanged.
 # --ignore-scripts: the recipes were verified with npm 11, which blocks install scripts
 # (esbuild, core-js) anyway; none is needed.
+ensure_pyenv() {
+  [ "$(cat "$PYENV/.docloupe-stamp" 2>/dev/null)" = "$PY_PACKAGES" ] && return
+  echo "== pip install $PY_PACKAGES"
+  rm -rf "$PYENV"
+  python3 -m venv "$PYENV"
+  # shellcheck disable=SC2086
+  nice -n 19 "$PYENV/bin/pip" install --quiet $PY_PACKAGES
+  echo "$PY_PACKAGES" >"$PYENV/.docloupe-stamp"
+}
+
 npm_ci() {
   local stamp
   stamp="$(sha256sum <package-lock.json | cut -c1-64) $(node --version)"
@@ -81,6 +91,7 @@ setup() {
   tar -C "$RECIPES/$g" --exclude=./build.sh --exclude=./check.mjs -cf - . | tar -xf -
   case $g in
     mdbook) ensure_mdbook ;;
+    mkdocs | sphinx) ensure_pyenv ;;
     starlight) ensure_node22; PATH=$NODE22_BIN:$PATH; npm_ci ;;
     *) npm_ci ;;
   esac

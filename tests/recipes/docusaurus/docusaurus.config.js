@@ -1,6 +1,4 @@
 // A minimal Docusaurus site for the docloupe recipe.
-import remarkDocloupeIds from './remark-docloupe-ids.mjs';
-
 // Where the site is served from: '/', or e.g. '/harbor/' on GitHub Pages.
 const baseUrl = process.env.SITE_BASE ?? '/';
 
@@ -16,15 +14,13 @@ export default {
       docs: {
         routeBasePath: '/docs',
         sidebarPath: './sidebars.js',
-        // Optional: heading ids exactly as index-builder's (see remark-docloupe-ids.mjs).
-        beforeDefaultRemarkPlugins: [remarkDocloupeIds],
       },
       blog: false,
     }],
   ],
-  // docloupe: the search box's configuration (static/docloupe/search.js), as a module script
-  // (Docusaurus writes `scripts` as they are: the baseUrl goes into the URL here).
-  scripts: [{ src: `${baseUrl}docloupe/search.js`, type: 'module' }],
+  // docloupe: the first of the two lines `docloupe --site build` prints (Docusaurus writes
+  // `scripts` as they are: the baseUrl goes into the URL here).
+  scripts: [{ src: `${baseUrl}docloupe/docloupe-search.js`, type: 'module' }],
   themeConfig: {
     navbar: {
       title: 'Harbor',

@@ -12,9 +12,9 @@ export default defineConfig({
       // docloupe replaces Starlight's built-in search (Pagefind).
       pagefind: false,
       components: { Search: './src/components/Search.astro' },
-      // The search box's configuration, as a module script file from public/.
-      // Starlight writes head entries as they are: the base goes into the URL here.
-      head: [{ tag: 'script', attrs: { type: 'module', src: `${base}docloupe/search.js` } }],
+      // The first of the two lines `docloupe --site dist` prints. Starlight writes head
+      // entries as they are: the base goes into the URL here.
+      head: [{ tag: 'script', attrs: { type: 'module', src: `${base}docloupe/docloupe-search.js` } }],
       sidebar: [
         { label: 'Guide', items: ['guide/install', 'guide/caching'] },
         { label: 'Reference', items: ['reference/security'] },

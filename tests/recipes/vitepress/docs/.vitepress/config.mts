@@ -1,19 +1,15 @@
 import { defineConfig } from 'vitepress';
-import { slugify } from './slugify.mjs';
 
-// Where the site is served from: '/', or e.g. '/harbor/' on GitHub Pages.
+// A plain VitePress site: its own heading ids (no slugify of ours), its own URLs. docloupe
+// indexes the built HTML afterwards (`npx docloupe --site dist`), so results land on what
+// VitePress made. The first of the two lines `docloupe --site` prints goes into <head>.
 const base = process.env.SITE_BASE ?? '/';
 
 export default defineConfig({
   base,
   title: 'Harbor',
   description: 'docloupe recipe: VitePress',
-  // The search box's configuration, loaded as a file (no inline script: CSP-friendly).
-  // VitePress writes head tags as they are: the base goes into the URL here.
-  head: [['script', { type: 'module', src: `${base}docloupe/search.js` }]],
-  // Heading ids as index-builder makes them, so every result's anchor exists on its page.
-  markdown: { anchor: { slugify } },
-  // <docloupe-search> is a custom element, not a Vue component.
+  head: [['script', { type: 'module', src: `${base}docloupe/docloupe-search.js` }]],
   vue: { template: { compilerOptions: { isCustomElement: (tag) => tag === 'docloupe-search' } } },
   themeConfig: {
     nav: [{ text: 'Guide', link: '/guide/install' }],

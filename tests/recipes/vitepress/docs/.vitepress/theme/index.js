@@ -1,13 +1,17 @@
 import { h } from 'vue';
+import { withBase } from 'vitepress';
 import DefaultTheme from 'vitepress/theme';
 import './docloupe.css';
 
-// The default theme with <docloupe-search> in the navbar's slot. h() with a tag name makes a
-// plain DOM element: Vue renders it on the server and hydrates it without touching the
-// children the element draws for itself.
+// The second line `docloupe --site` prints, in the navbar's slot: the element and its three
+// attributes (the index, the models, the site root), under the site's base.
 export default {
   extends: DefaultTheme,
   Layout: () => h(DefaultTheme.Layout, null, {
-    'nav-bar-content-before': () => h('docloupe-search'),
+    'nav-bar-content-before': () => h('docloupe-search', {
+      bundle: withBase('/docloupe/index/'),
+      models: withBase('/docloupe/models.json'),
+      root: withBase('/'),
+    }),
   }),
 };
