@@ -31,6 +31,8 @@ BIN = os.path.join(ROOT, "target", "release")
 SEARCH_BIN = os.environ.get("DOCLOUPE_CALIBRATION_BIN",
                             os.path.join(ROOT, "target", "calibration", "release", "docloupe"))
 CACHE = os.environ.get("DOCLOUPE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "docloupe")
+# MkDocs with mkdocs-material, for the `docs-html:` sets (the recipes' tools install it).
+MKDOCS = os.environ.get("DOCLOUPE_MKDOCS") or os.path.join(CACHE, "recipes", "tools", "pyenv", "bin", "mkdocs")
 WORK = os.path.join(CACHE, "bench-quality")
 DOCS_CORPORA = ["en-small-fastapi-docs", "en-small-rust-book", "en-medium-powershell-docs",
                 "ru-small-fastapi-docs", "ru-small-vue-docs"]
@@ -119,13 +121,60 @@ def corpus_dir(corpus):
     return folder
 
 
-def docs_bundle(corpus, extra_build, rebuild):
+def corpus_stamp(corpus):
     # By content: a fresh copy of ../shared (new mtimes) reuses the bundles built from it.
     with open(os.path.join(CORPORA, corpus + ".tar.gz"), "rb") as f:
-        stamp = hashlib.sha256(f.read()).hexdigest()
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def docs_bundle(corpus, extra_build, rebuild):
     out = os.path.join(WORK, "docs", corpus)
     os.makedirs(out, exist_ok=True)
-    return build(corpus_dir(corpus), os.path.join(out, tag_of(extra_build) + ".bundle"), stamp, extra_build, rebuild)
+    return build(corpus_dir(corpus), os.path.join(out, tag_of(extra_build) + ".bundle"), corpus_stamp(corpus),
+                 extra_build, rebuild)
+
+
+def mkdocs_config(corpus):
+    """The MkDocs settings a corpus is rendered with (`docs-html:`): Material in the corpus's
+    language (its `<html lang>`; Material's default is en), one .html file per page, and
+    attr_list, which reads the `## Title { #id }` heading ids the sources write. JSON is YAML,
+    so it is written as mkdocs.yml as it is."""
+    lang = "ru" if corpus.startswith("ru-") else "en"
+    return {"site_name": corpus, "docs_dir": corpus_dir(corpus), "theme": {"name": "material", "language": lang},
+            "use_directory_urls": False, "markdown_extensions": ["attr_list"]}
+
+
+def html_site(corpus):
+    """Renders a docs corpus to HTML with MkDocs (not --strict: the corpora's broken links and
+    mdBook/VitePress includes stay as MkDocs leaves them) into the cache once; returns the
+    site folder."""
+    out = os.path.join(WORK, "docs-html", corpus)
+    site, stamp = os.path.join(out, "site"), os.path.join(out, "site.stamp")
+    config = mkdocs_config(corpus)
+    key = corpus_stamp(corpus) + json.dumps(config)
+    if os.path.isdir(site) and os.path.exists(stamp) and open(stamp).read() == key:
+        return site
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "mkdocs.yml"), "w") as f:
+        json.dump(config, f, indent=1)
+    t = time.monotonic()
+    log(f"  rendering {corpus} with MkDocs into {site} ...")
+    r = subprocess.run([MKDOCS, "build", "--quiet", "--config-file", os.path.join(out, "mkdocs.yml"),
+                        "--site-dir", site], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"mkdocs build failed on {corpus}:\n{r.stderr}")
+    log(f"  rendered in {time.monotonic() - t:.0f} s")
+    with open(stamp, "w") as f:
+        f.write(key)
+    return site
+
+
+def html_page(path):
+    """The page MkDocs (use_directory_urls: false) writes for a markdown source: a/b.md →
+    a/b.html, a/index.md and a/README.md → a/index.html."""
+    stem = os.path.splitext(path)[0]
+    folder, name = os.path.split(stem)
+    return os.path.join(folder, "index.html") if name in ("index", "README") else stem + ".html"
 
 
 def tag_of(extra_build):
@@ -255,6 +304,21 @@ def dataset(name, split, extra_build, rebuild):
         qs = [q for q in read_jsonl(QUESTIONS) if q["corpus"] == rest and q["split"] == split]  # train: the ranker's
         lang = qs[0]["lang"] if qs else "?"
         return bundle, [{"id": q["id"], "text": q["question"], "rels": q["judgments"]} for q in qs], lang
+    if kind == "docs-html":
+        # The same corpus and questions, indexed from the pages MkDocs renders; the judged
+        # sources are mapped to their pages (one without a page stays judged, and is missed).
+        site = html_site(rest)
+        out = os.path.join(WORK, "docs-html", rest)
+        html_build = extra_build + ["--formats", "html"]
+        bundle = build(site, os.path.join(out, tag_of(html_build) + ".bundle"), corpus_stamp(rest) + json.dumps(
+            mkdocs_config(rest)), html_build, rebuild)
+        qs = [q for q in read_jsonl(QUESTIONS) if q["corpus"] == rest and q["split"] == split]
+        judged = {p for q in qs for p in q["judgments"]}
+        missing = sorted(p for p in judged if not os.path.isfile(os.path.join(site, html_page(p))))
+        log(f"  {name}: {len(judged) - len(missing)} of {len(judged)} judged pages have an HTML page"
+            + (f"; none for {', '.join(missing)}" if missing else ""))
+        return bundle, [{"id": q["id"], "text": q["question"], "rels": {html_page(p): g for p, g in q["judgments"].items()}}
+                        for q in qs], qs[0]["lang"] if qs else "?"
     if kind == "titles":
         bundle = docs_bundle(rest, extra_build, rebuild)
         qs = [q for q in title_queries(rest, bundle) if q["split"] == split]

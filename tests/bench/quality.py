@@ -6,6 +6,11 @@ Datasets:
                   graded judgments, dev/test split by question) over real documentation sets
                   from ../shared/corpora: en-small-fastapi-docs, en-small-rust-book,
                   en-medium-powershell-docs, ru-small-fastapi-docs, ru-small-vue-docs.
+  docs-html:<corpus>   the same questions over the corpus rendered to HTML by MkDocs (Material,
+                  `use_directory_urls: false`; rendered once into the cache, built with
+                  `--formats html`); a judged a/b.md is a/b.html, a/index.md and a/README.md
+                  a/index.html. On request only (it needs MkDocs: the recipes' tools, or
+                  $DOCLOUPE_MKDOCS); `docs-html` = every corpus.
   titles:<corpus> generated: the exact title of 60 pages per corpus (every page with that exact
                   title is relevant), split dev/test by a hash of the path. A page's title must
                   bring the page itself.
@@ -48,7 +53,7 @@ p50/p95 over the queries, one query at a time, one thread).
 
 Usage, from the repository root (`make bench-quality`):
   python3 -m tests.bench.quality [--split test|dev] [--modes m1,m2] [dataset ...]
-  (no dataset: all of them; `docs` = every docs set, `titles` = every titles set)
+  (no dataset: all of them but docs-html; `docs` = every docs set, `titles` = every titles set)
 """
 import argparse
 import json
@@ -141,7 +146,7 @@ def percentile(xs, p):
 def expand(names):
     out = []
     for n in names:
-        if n in ("docs", "titles"):
+        if n in ("docs", "docs-html", "titles"):
             out += [f"{n}:{c}" for c in DOCS_CORPORA]
         elif n == "typos":
             out += TYPOS
@@ -180,7 +185,7 @@ def main():
             log(f"{name}: no {args.split} queries, skipped")
             continue
         queries = queries[:args.max_queries] if args.max_queries else queries
-        beir = not name.startswith(("docs:", "docs-x:", "titles:", "typos:"))
+        beir = not name.startswith(("docs:", "docs-html:", "docs-x:", "titles:", "typos:"))
         answer_grade = 1 if beir else 2
         # Typo queries are judged by top-5 hit (the column says Top3 elsewhere).
         typos = name.startswith("typos:")
@@ -199,7 +204,7 @@ def main():
                        latency={k: {"p50": v[0], "p95": v[1]} for k, v in stage.items()},
                        errors=errors, fallbacks=fallbacks)
             table.append(row)
-            if name.startswith(("docs:", "titles:")):
+            if name.startswith(("docs:", "docs-html:", "titles:")):
                 g = groups.setdefault((name.split(":")[0], lang, label), [])
                 g.append((len(queries), m))
             if typos:
@@ -221,7 +226,7 @@ def main():
             table.append(dict(dataset=label, lang=key[1], split=args.split, mode=key[2], queries=n, **mean))
             print(f"{label:<36} {key[2]:<14} {n:>4} {mean['top3']:6.3f} {mean['p5']:6.3f} {mean['mrr10']:6.3f} "
                   f"{mean['ndcg10']:7.4f} {mean['recall100']:6.3f}")
-        for kind in ("docs", "titles"):
+        for kind in ("docs", "docs-html", "titles"):
             for label in modes:
                 parts = [p for k, v in groups.items() if k[0] == kind and k[2] == label for p in v]
                 if not parts:
