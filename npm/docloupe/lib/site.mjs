@@ -236,7 +236,12 @@ export async function runSite(argv) {
 
     const old = `${stage}.old`;
     if (replace) fs.renameSync(out, old);
-    fs.renameSync(stage, out);
+    try {
+      fs.renameSync(stage, out);
+    } catch (e) {
+      if (replace) fs.renameSync(old, out); // the previous output keeps serving
+      throw e;
+    }
     if (replace) fs.rmSync(old, { recursive: true, force: true });
 
     const skipped = report.warnings ?? [];
