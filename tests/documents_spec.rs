@@ -375,6 +375,11 @@ fn documents_are_dated_from_their_own_metadata_and_sized() {
         &e,
         json!({"query": "harbor", "search_mode": "fulltext", "limit": 10}),
     );
+    // Built without vectors: a call that names no search_mode is answered in fulltext, not
+    // refused (issue 62).
+    let unnamed = documents(&e, json!({"query": "harbor", "limit": 10}));
+    assert!(unnamed.success);
+    assert_eq!(ids(&unnamed), ids(&all));
     let by_id = |id: &str| all.results.iter().find(|d| d.id == id).unwrap();
     let dates = |id: &str| {
         let d = by_id(id);

@@ -8,7 +8,7 @@
 //! p·limit`; default 1), `document_types` (`["pdf", "md"]`), `date_range` (`{from, to}`, ISO
 //! dates), `source_filter` (path prefix), `include_context` (default true), `max_chunks`
 //! (fragments per document, 1..10, default 3), `search_mode` (`semantic` | `fulltext` |
-//! `hybrid`, default hybrid). A fragment's text is its snippet, or its whole text trimmed to
+//! `hybrid`; absent: hybrid, or fulltext over a collection without vectors). A fragment's text is its snippet, or its whole text trimmed to
 //! `maxCharsPerChunk` when the contract request asked for that (the CLI's
 //! `--max-chars-per-chunk`). Response: `{success: true, query, total_results, search_time:
 //! "0.245s", results: [...], facets: {document_types, date_distribution, undated},
@@ -55,8 +55,10 @@ pub struct DocumentsRequest {
     pub include_context: bool,
     #[serde(default = "default_max_chunks")]
     pub max_chunks: u32,
-    #[serde(default = "default_mode")]
-    pub search_mode: Mode,
+    /// Absent: hybrid over a collection with vectors, fulltext over one without (as
+    /// `search_docs` without a `mode`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_mode: Option<Mode>,
     /// Which served collection to search (`namespace/name`, as `search_docs`' `projectId`);
     /// absent: the server's first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,9 +83,6 @@ fn first_page() -> u32 {
 fn default_max_chunks() -> u32 {
     DEFAULT_MAX_CHUNKS
 }
-fn default_mode() -> Mode {
-    Mode::Hybrid
-}
 fn yes() -> bool {
     true
 }
@@ -99,7 +98,7 @@ impl DocumentsRequest {
             source_filter: None,
             include_context: true,
             max_chunks: DEFAULT_MAX_CHUNKS,
-            search_mode: Mode::Hybrid,
+            search_mode: None,
             project: None,
         }
     }
@@ -161,7 +160,7 @@ impl DocumentsRequest {
             limit: Some(self.limit as usize),
             offset: Some((self.page as usize - 1) * self.limit as usize),
             by_document: true,
-            mode: Some(self.search_mode),
+            mode: self.search_mode,
             filters: (filters != Filters::default()).then_some(filters),
             max_chunks_per_document: Some(self.max_chunks as usize),
             include_context: Some(self.include_context),
@@ -481,7 +480,7 @@ pub fn input_schema() -> Value {
             },
             "search_mode": {
                 "type": "string", "enum": ["semantic", "fulltext", "hybrid"], "default": "hybrid",
-                "description": "semantic (meaning), fulltext (words) or hybrid (both, reranked)"
+                "description": "semantic (meaning), fulltext (words) or hybrid (both, reranked); absent: hybrid, or fulltext where the collection has no vectors"
             },
             "project": {
                 "type": "string",

@@ -433,7 +433,7 @@ fn one_request(
     request.source_filter = args.source.clone();
     request.include_context = args.context;
     request.max_chunks = args.chunks;
-    request.search_mode = mode;
+    request.search_mode = Some(mode);
     let value = serde_json::to_value(&request).expect("a request serializes");
     DocumentsRequest::from_value(&value).map(|req| {
         let mut contract = req.to_search_request();
