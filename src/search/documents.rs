@@ -8,7 +8,8 @@
 //! p·limit`; default 1), `document_types` (`["pdf", "md"]`), `date_range` (`{from, to}`, ISO
 //! dates), `source_filter` (path prefix), `include_context` (default true), `max_chunks`
 //! (fragments per document, 1..10, default 3), `search_mode` (`semantic` | `fulltext` |
-//! `hybrid`; absent: hybrid, or fulltext over a collection without vectors). A fragment's text is its snippet, or its whole text trimmed to
+//! `hybrid`; absent: hybrid, or fulltext over a collection without vectors). A fragment's
+//! text is its snippet, or its whole text trimmed to
 //! `maxCharsPerChunk` when the contract request asked for that (the CLI's
 //! `--max-chars-per-chunk`). Response: `{success: true, query, total_results, search_time:
 //! "0.245s", results: [...], facets: {document_types, date_distribution, undated},
