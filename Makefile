@@ -212,7 +212,7 @@ clean-cache:
 # FUZZ_RUNS executions per target.
 FUZZ_SECONDS ?= 600
 FUZZ_RUNS ?=
-FUZZ_TARGETS := bundle request markdown pdf docx xlsx
+FUZZ_TARGETS := bundle request markdown html pdf docx xlsx
 setup-fuzz: setup
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked

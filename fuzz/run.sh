@@ -12,13 +12,13 @@ SECONDS_EACH=${FUZZ_SECONDS:-600}
 CACHE=${DOCLOUPE_CACHE:-$HOME/.cache/docloupe}
 WORK="$CACHE/fuzz"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(bundle request markdown pdf docx xlsx)
+[ ${#targets[@]} -gt 0 ] || targets=(bundle request markdown html pdf docx xlsx)
 mkdir -p "$WORK/seeds"
 
 # Seeds: every frozen and freshly built bundle, the parity requests, the fixture markdown,
 # and a file of each converted format from the tests' own writers.
 seeds="$WORK/seeds"
-mkdir -p "$seeds"/{bundle,request,markdown,pdf,docx,xlsx}
+mkdir -p "$seeds"/{bundle,request,markdown,html,pdf,docx,xlsx}
 export DOCLOUPE_FUZZ_BUNDLE="$seeds/bundle/fixtures-coded.bundle"
 if [ -z "${FUZZ_KEEP_SEEDS:-}" ] || [ ! -s "$DOCLOUPE_FUZZ_BUNDLE" ]; then
 cp tests/fixtures/bundles/*.bundle "$seeds/bundle/"
@@ -30,6 +30,11 @@ while IFS= read -r line; do
   printf '%s' "$line" > "$seeds/request/$i.json"
 done < tests/parity/requests.jsonl
 find tests/fixtures/docs tests/fixtures/site -name '*.md' -exec cp {} "$seeds/markdown/" \;
+i=0
+while IFS= read -r page; do
+  i=$((i + 1))
+  cp "$page" "$seeds/html/$i.html"
+done < <(find tests/fixtures/html-site -name '*.html' | sort)
 DOCLOUPE_FUZZ_SEEDS="$seeds" cargo test --release --test hostile_inputs -- --ignored write_fuzz_seeds >/dev/null
 fi
 
@@ -49,6 +54,8 @@ for t in "${targets[@]}"; do
   # enough for tables to pad (a header of hundreds of columns over thousands of rows).
   extra=()
   if [ "$t" = markdown ]; then extra=(-dict="$PWD/markdown.dict" -max_len=65536); fi
+  # HTML: pages long enough to nest, misnest and hold the heading tree a real page has.
+  if [ "$t" = html ]; then extra=(-max_len=65536); fi
   if [ -n "${FUZZ_RUNS:-}" ]; then budget=(-runs="$FUZZ_RUNS"); else budget=(-max_total_time="$SECONDS_EACH"); fi
   started=$(date +%s)
   set +e
