@@ -243,3 +243,31 @@ export function anchorOf(dumpFile, documentPath, heading) {
   }
   throw new Error(`no section "${heading}" of ${documentPath} in ${dumpFile}`);
 }
+
+/**
+ * A recipe's whole check: for each build ({site, prefix, dump}: the built folder, the path it
+ * is served at, its index's dump), every result lands (checkEveryResult) and the search box
+ * lands on the answer (runCheck: all `cases` and the router navigation on the first build, the
+ * first case on the others); then finish().
+ */
+export async function checkSite({ name, builds, startPath, chrome, spaLink, cases }) {
+  const every = [];
+  const runs = [];
+  for (const [i, { site, prefix, dump }] of builds.entries()) {
+    every.push(await checkEveryResult({ name, siteDir: site, prefix, dumpFile: dump }));
+    runs.push(await runCheck({
+      name,
+      shot: i === 0 ? name : `${name}-subpath`,
+      siteDir: site,
+      prefix,
+      startPath,
+      chrome,
+      spaLink: i === 0 ? spaLink : undefined,
+      cases: i === 0 ? cases : cases.slice(0, 1),
+    }));
+  }
+  finish({ name, ...landedAnchors(every), runs });
+}
+
+/** `url(documentPath, anchor)` for runCheck: an indexed page where the site serves it. */
+export const servedUrl = (p, a) => `/${p.replace(/(^|\/)index\.html$/, '$1')}#${a}`;

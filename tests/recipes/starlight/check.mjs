@@ -1,28 +1,21 @@
 // Checks the built Starlight site (WORK_DIR/dist, and dist-sub built for /harbor/) in
 // Chromium: every result of each index lands on its page and anchor, and the search box lands
 // on the answer. node check.mjs WORK_DIR
-import { runCheck, checkEveryResult, finish, workDir, landedAnchors } from '../common/check-lib.mjs';
+import { checkSite, servedUrl as url, workDir } from '../common/check-lib.mjs';
 
 const dir = workDir();
 // Starlight serves guide/caching.md at guide/caching/ (written as …/index.html).
-const url = (p, a) => `/${p.replace(/(^|\/)index\.html$/, '$1')}#${a}`;
-const cases = [
-  { query: 'cache size', expect: { documentPath: 'guide/caching/index.html', anchor: 'cache-size' }, url },
-  { query: 'обновить сервер', expect: { documentPath: 'ru/установка/index.html', anchor: 'обновление' }, url },
-];
-const every = [];
-const runs = [];
-for (const [site, prefix, dump] of [['dist', '/', 'dump.jsonl'], ['dist-sub', '/harbor/', 'dump-sub.jsonl']]) {
-  every.push(await checkEveryResult({ name: 'starlight', siteDir: `${dir}/${site}`, prefix, dumpFile: `${dir}/${dump}` }));
-  runs.push(await runCheck({
-    name: 'starlight',
-    shot: prefix === '/' ? 'starlight' : 'starlight-subpath',
-    prefix,
-    siteDir: `${dir}/${site}`,
-    startPath: '/guide/install/',
-    chrome: 'header',
-    spaLink: prefix === '/' ? 'nav.sidebar a[href*="caching"]' : undefined,
-    cases: prefix === '/' ? cases : cases.slice(0, 1),
-  }));
-}
-finish({ name: 'starlight', ...landedAnchors(every), runs });
+await checkSite({
+  name: 'starlight',
+  builds: [
+    { site: `${dir}/dist`, prefix: '/', dump: `${dir}/dump.jsonl` },
+    { site: `${dir}/dist-sub`, prefix: '/harbor/', dump: `${dir}/dump-sub.jsonl` },
+  ],
+  startPath: '/guide/install/',
+  chrome: 'header',
+  spaLink: 'nav.sidebar a[href*="caching"]',
+  cases: [
+    { query: 'cache size', expect: { documentPath: 'guide/caching/index.html', anchor: 'cache-size' }, url },
+    { query: 'обновить сервер', expect: { documentPath: 'ru/установка/index.html', anchor: 'обновление' }, url },
+  ],
+});
