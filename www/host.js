@@ -120,7 +120,12 @@ class Build {
   }
 }
 
-/** An engine instance of one build (which says what to rebuild after a panic). */
+/**
+ * An engine instance of one build (which says what to rebuild after a panic). The searches
+ * using it are counted: one that is replaced while searches are between their fetch rounds
+ * is retired, and freed when the last of them is done (freeing it at once made them fetch
+ * their files again on the new one, where the next search over budget dropped them again).
+ */
 class Instance {
   constructor(build, glue, engine) {
     this.build = build;
@@ -128,15 +133,31 @@ class Instance {
     this.engine = engine;
     this.files = new Set(); // split bundle files added to this instance
     this.fileBytes = 0; // ... and their size
+    this.users = 0; // searches using it now
+    this.retired = false; // replaced: freed once unused
+    this.spent = false; // trapped: every search on it moves to its replacement
+    this.freed = false;
   }
 
-  /** A fresh engine in the same wasm instance (`open(glue)`), dropping the added files. */
-  reopen(open) {
-    const fresh = open(this.glue);
-    this.free();
-    this.engine = fresh;
-    this.files.clear();
-    this.fileBytes = 0;
+  /** A fresh engine in the same wasm instance (`open(glue)`), without the added files. */
+  fork(open) {
+    return new Instance(this.build, this.glue, open(this.glue));
+  }
+
+  /** Frees it now if no search uses it, else when the last one lets go. */
+  retire() {
+    this.retired = true;
+    if (this.users === 0) this.free();
+  }
+
+  acquire() {
+    this.users++;
+    return this;
+  }
+
+  release() {
+    this.users--;
+    if (this.retired && this.users === 0) this.free();
   }
 
   /** `open(glue)` makes the engine (and throws the contract error object). */
@@ -148,6 +169,8 @@ class Instance {
   }
 
   free() {
+    if (this.freed) return;
+    this.freed = true;
     try {
       this.engine.free();
     } catch {
@@ -315,7 +338,7 @@ export class Host {
       if (this.#closed) return full.free();
       const lexical = this.#current;
       this.#current = full;
-      lexical.free();
+      lexical.retire();
       this.#setStatus({ phase: 'ready', modelsMs: performance.now() - started });
     } catch (e) {
       // The lexical instance keeps serving, and the status says why.
@@ -332,27 +355,39 @@ export class Host {
    */
   async search(request, { raw = false } = {}) {
     const answer = (v, text) => (raw ? text ?? JSON.stringify(v) : v);
-    for (let round = 0; ; round++) {
-      if (this.#closed || !this.#current) return answer(contractError('INTERNAL_ERROR', 'the engine is closed'));
-      const instance = this.#current;
-      // Only between searches: the files a search's rounds add are what its next round needs.
-      if (round === 0 && instance.fileBytes > this.#maxFileBytes && instance.build === this.#lexical) {
-        instance.reopen((g) => this.#configureLexical(this.#openLexical(g)));
+    let instance = null; // the one this search's rounds use, held until it returns
+    try {
+      for (let round = 0; ; round++) {
+        if (this.#closed || !this.#current) return answer(contractError('INTERNAL_ERROR', 'the engine is closed'));
+        // A new search over a lexical engine past its budget starts a fresh one over the core;
+        // searches between their rounds keep the old one (its files are what their next
+        // round needs) until they are done.
+        const current = this.#current;
+        if (round === 0 && current.fileBytes > this.#maxFileBytes && current.build === this.#lexical) {
+          this.#current = current.fork((g) => this.#configureLexical(this.#openLexical(g)));
+          current.retire();
+        }
+        if (instance === null || instance.spent) {
+          instance?.release();
+          instance = this.#current.acquire();
+        }
+        const [response, text] = this.#searchOnce(instance, request);
+        const files = this.#split ? filesNeeded(response) : null;
+        if (!files) return answer(response, text);
+        if (round === MAX_FETCH_ROUNDS) {
+          return answer(contractError('INTERNAL_ERROR', `the request still needed files after ${MAX_FETCH_ROUNDS} rounds`, {
+            reason: 'fetch_rounds',
+            files,
+          }));
+        }
+        try {
+          await this.#addFiles(instance, files);
+        } catch (e) {
+          return answer(asContractError(e));
+        }
       }
-      const [response, text] = this.#searchOnce(instance, request);
-      const files = this.#split ? filesNeeded(response) : null;
-      if (!files) return answer(response, text);
-      if (round === MAX_FETCH_ROUNDS) {
-        return answer(contractError('INTERNAL_ERROR', `the request still needed files after ${MAX_FETCH_ROUNDS} rounds`, {
-          reason: 'fetch_rounds',
-          files,
-        }));
-      }
-      try {
-        await this.#addFiles(instance, files);
-      } catch (e) {
-        return answer(asContractError(e));
-      }
+    } finally {
+      instance?.release();
     }
   }
 
@@ -372,8 +407,8 @@ export class Host {
           }
         }
         const bytes = await pending;
-        // The instance may have been replaced meanwhile; the next round asks the new one.
-        if (instance === this.#current && !instance.files.has(name)) {
+        // A trapped or closed instance takes no files; the next round asks its replacement.
+        if (!instance.spent && !instance.freed && !instance.files.has(name)) {
           instance.engine.addFile(name, bytes); // throws the contract error object
           instance.files.add(name);
           instance.fileBytes += bytes.length;
@@ -391,6 +426,7 @@ export class Host {
     } catch (e) {
       // wasm32 aborts on a panic: this instance is spent. Answer INTERNAL_ERROR with the
       // panic's message and replace the instance for the next request.
+      instance.spent = true;
       let panic = null;
       try {
         panic = instance.glue.takePanic() ?? null;

@@ -443,7 +443,12 @@ test('200 searches at once on a cold isolate that starts over at every search al
       return [i, r.status, await r.text()];
     })));
     for (const [i, status, text] of answers) {
-      assert.equal(status, 200, `request ${i}: ${text}`);
+      // A 500 says only its requestId; the Worker's log line has the cause.
+      const internal = () => {
+        const id = JSON.parse(text)?.details?.requestId;
+        return JSON.stringify(w.logs().find((l) => l.requestId === id)?.internal ?? null);
+      };
+      assert.equal(status, 200, status === 200 ? '' : `request ${i}: ${text}; logged: ${internal()}`);
       assert.equal(strip(text), strip(native[i]), `request ${i}: ${requests[i]}`);
     }
   } finally {

@@ -198,6 +198,49 @@ test('a split file two searches need at once is fetched once, or by each with sh
   for (const f of own.files) assert.equal(own.count(f), 2, f);
 });
 
+// Regression: with a memory budget a search could be left without its files forever. A new
+// search over budget started the engine over, dropping the files a search between its fetch
+// rounds had just added; that one fetched them again, the next search dropped them again, and
+// after six rounds it answered INTERNAL_ERROR (a 500 in the Worker, 200 searches at once).
+test('searches started while others are between fetch rounds, on a 1-byte budget, all answer as with no budget', async () => {
+  const dir = env('DOCLOUPE_SPLIT');
+  const origin = 'https://bundle.test/docs/';
+  const open = async (maxFileBytes) => {
+    const host = new Host(undefined, {
+      maxFileBytes,
+      shareFetches: false,
+      fetch: async (url) => {
+        const name = new URL(url).pathname.replace('/docs/', '');
+        if (name !== 'core.bin') await new Promise((r) => setTimeout(r, 15));
+        return new Response(fs.readFileSync(path.join(dir, name)));
+      },
+    });
+    await host.open({ bundle: origin });
+    return host;
+  };
+  const queries = ['cache size', 'cahce eviction', 'configur', 'кэш', 'remove old entries', 'install', 'ttl', 'expire keys'];
+  const requests = queries.flatMap((query) => [
+    { query, mode: 'fulltext' },
+    { query, mode: 'fulltext', filters: { sourcePrefix: 'en/' } },
+  ]);
+  const unbounded = await open(Infinity);
+  const expected = [];
+  for (const r of requests) expected.push(await unbounded.search(r));
+  unbounded.close();
+  const host = await open(1);
+  // A new search every 4 ms, while the ones before it wait 15 ms on each file.
+  const answers = await Promise.all(
+    requests.flatMap((r, i) => [0, 1, 2].map(async (k) => {
+      await new Promise((done) => setTimeout(done, 4 * (i * 3 + k)));
+      return [i, await host.search(r)];
+    })),
+  );
+  const strip = (r) => JSON.stringify({ ...r, timings: undefined });
+  for (const [i, a] of answers) assert.equal(strip(a), strip(expected[i]), JSON.stringify(requests[i]));
+  assert.ok(expected.some((a) => a.results?.length > 0));
+  host.close();
+});
+
 test('a split bundle loads its vector files with the models and answers as the whole bundle; a missing or corrupt file is a contract error', async () => {
   const dir = env('DOCLOUPE_SPLIT');
   const names = fs.readdirSync(dir);
