@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `docloupe mcp` under a real MCP client: the official TypeScript SDK from npm
-# (tests/mcp/package-lock.json) spawns the server over stdio. Needs the release binaries,
+# (tests/mcp/package-lock.json) spawns the server over stdio; then `docloupe serve` over real
+# sockets, with the same SDK's streamable-HTTP client on /mcp. Needs the release binaries,
 # the embedding model (MODEL_DIR) and `npm ci` in tests/mcp.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,3 +24,5 @@ open(sys.argv[2], 'wb').write(b)
 PY
 echo "== docloupe mcp under the MCP TypeScript SDK's client"
 DOCLOUPE_MCP_WORK="$work" DOCLOUPE_MODEL_DIR="$MODEL_DIR" node --test --test-concurrency=1 tests/mcp/mcp.test.mjs
+echo "== docloupe serve over HTTP, and MCP over streamable HTTP under the same SDK's client"
+DOCLOUPE_MCP_WORK="$work" DOCLOUPE_MODEL_DIR="$MODEL_DIR" node --test --test-concurrency=1 tests/mcp/serve.test.mjs

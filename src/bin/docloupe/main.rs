@@ -5,6 +5,8 @@
 mod daemon;
 mod mcp;
 mod render;
+mod serve;
+mod service;
 mod stats;
 mod vector_cache;
 
@@ -44,6 +46,10 @@ enum Command {
     /// Serve bundles to AI agents as an MCP server on stdio (tools search_docs and
     /// search_documents).
     Mcp(mcp::McpArgs),
+    /// Serve bundles to a team over HTTP: the contract at /v1/search/docs/query,
+    /// search_documents, feedback, MCP over streamable HTTP at /mcp, health and Prometheus
+    /// metrics; per-user tokens and projects, rate limits, a bounded search pool.
+    Serve(serve::ServeArgs),
     /// Usage statistics from query logs (`docloupe mcp --log`, the edge Worker's): searches
     /// per tool, mode and status, latency, top and zero-result queries, filters, and
     /// precision@5 from result_feedback.
@@ -189,6 +195,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Search(args) => search(args),
         Command::Mcp(args) => mcp::serve(args),
+        Command::Serve(args) => serve::run(args),
         Command::Stats(args) => stats::run(args),
         #[cfg(unix)]
         Command::Daemon => daemon::serve(),

@@ -1,6 +1,10 @@
 //! The three tools' definitions and input schemas, from the contract's own bounds.
 
-use super::*;
+use std::sync::Arc;
+
+use docloupe::search::{documents, request};
+use rmcp::model::Tool;
+use serde_json::{json, Value};
 
 /// The contract request's schema, for `search_docs`: the fields, and the bounds `request.rs`
 /// enforces (its constants, so the two cannot drift).

@@ -39,7 +39,7 @@ pub(super) fn bounded(v: &Value, depth: usize) -> Value {
 }
 
 /// UTC, seconds precision, without a date crate.
-pub(super) fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
