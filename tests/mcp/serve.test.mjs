@@ -107,11 +107,11 @@ test('healthz and readyz answer without a token; a corrupt bundle makes readyz 5
   assert.deepEqual(await (await get(s, '/healthz')).json(), { status: 'ok' });
   const r = await get(s, '/readyz');
   assert.equal(r.status, 200);
-  assert.deepEqual(await r.json(), { bundles: 2, ready: true, unavailable: 0 });
+  assert.deepEqual(await r.json(), { bundles: 2, ready: true, reloadFailed: 0, unavailable: 0 });
   const broken = await start([], { bundles: [BUNDLE, CORRUPT] });
   const b = await get(broken, '/readyz');
   assert.equal(b.status, 503);
-  assert.deepEqual(await b.json(), { bundles: 2, ready: false, unavailable: 1 });
+  assert.deepEqual(await b.json(), { bundles: 2, ready: false, reloadFailed: 0, unavailable: 1 });
   assert.ok(broken.events.some((e) => e.event === 'bundle' && e.state.startsWith('unavailable')), JSON.stringify(broken.events));
   broken.child.kill('SIGTERM');
   await broken.exited;
@@ -318,8 +318,8 @@ test('/metrics: the Prometheus text for a user with the right, 404 for one witho
   assert.ok(value(/docloupe_requests_total\{endpoint="\/mcp",tool="search_docs",mode="default",status="200"\} (\d+)/) >= 1);
   assert.match(text, /docloupe_stage_duration_seconds_bucket\{le="[^"]+",stage="embed"\}/);
   assert.match(text, /docloupe_request_duration_seconds_count\{endpoint="\/v1\/search\/documents"\} \d+/);
-  assert.match(text, /docloupe_bundle_ready\{path="[^"]*fixtures\.bundle",project="docloupe\/fixtures"\} 1/);
-  assert.match(text, /docloupe_bundle_generation\{[^}]*project="docloupe\/other"\} 1/);
+  assert.match(text, /docloupe_bundle_ready\{path="[^"]*fixtures\.bundle"\} 1/);
+  assert.match(text, /docloupe_bundle_generation\{path="[^"]*other\.bundle"\} 1/);
   assert.match(text, /# EOF\n$/);
 });
 
@@ -347,4 +347,61 @@ test('past its workers and queue the server answers 503 with Retry-After at once
   assert.equal((await inFlight).status, 200);
   assert.deepEqual(await s.exited, { code: 0, signal: null });
   assert.ok(s.events.some((e) => e.event === 'stopped'));
+});
+
+test("the cache: a repeated search is a hit for the same rights, never for another user's", async () => {
+  const s = await tokensServer;
+  const q = { query: 'where is the cache configured', mode: 'hybrid', limit: 2 };
+  const first = await post(s, SEARCH, q, 'ops');
+  assert.equal(first.headers.get('x-docloupe-cache'), 'miss');
+  const again = await post(s, SEARCH, q, 'ops');
+  assert.equal(again.headers.get('x-docloupe-cache'), 'hit');
+  assert.equal(await again.text(), await first.text(), 'the same answer, timings included');
+  // anna has other rights: her first ask is a miss, and answers from her collection only.
+  const hers = await post(s, SEARCH, { ...q, projectId: 'docloupe/other' }, 'anna');
+  assert.equal(hers.status, 404);
+  const annas = await post(s, SEARCH, q, 'anna');
+  assert.equal(annas.headers.get('x-docloupe-cache'), 'miss');
+  const metrics = await (await get(s, '/metrics', 'ops')).text();
+  assert.ok(Number(metrics.match(/docloupe_cache_hits_total (\d+)/)[1]) >= 1);
+});
+
+test('reload: a rebuilt bundle is picked up without a restart; a bad one leaves the old one serving, in the log and /readyz', async () => {
+  const live = path.join(dir, 'live.bundle');
+  fs.copyFileSync(OTHER, live);
+  const s = await start(['--watch-seconds', '0'], { bundles: [live] });
+  const ask = async () => (await post(s, SEARCH, { query: 'cache', mode: 'fulltext' })).json();
+  const before = await ask();
+  assert.ok(before.results.every((r) => r.documentPath.startsWith('guide/') || !r.documentPath.startsWith('en/')));
+  const reloaded = async (state) => {
+    for (let i = 0; i < 200; i++) {
+      const e = s.events.filter((x) => x.event === 'reload');
+      if (e.length && e[e.length - 1].state === state) return e[e.length - 1];
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.fail(`no reload ${state}: ${JSON.stringify(s.events)}`);
+  };
+  // A corrupt file renamed into place: the old bundle keeps answering.
+  fs.copyFileSync(CORRUPT, live + '.tmp');
+  fs.renameSync(live + '.tmp', live);
+  s.child.kill('SIGHUP');
+  const failed = await reloaded('failed');
+  assert.match(failed.error, /checksum|corrupt|invalid/i);
+  assert.deepEqual(await ask(), { ...before, timings: (await ask()).timings });
+  const ready = await (await get(s, '/readyz')).json();
+  assert.deepEqual([ready.ready, ready.reloadFailed], [true, 1]);
+  // A good rebuilt bundle (another collection) swaps in; searches answer from it.
+  s.events.length = 0;
+  fs.copyFileSync(BUNDLE, live + '.tmp');
+  fs.renameSync(live + '.tmp', live);
+  s.child.kill('SIGHUP');
+  await reloaded('ready');
+  const after = await ask();
+  assert.ok(after.results.some((r) => r.documentPath.startsWith('en/')), JSON.stringify(after.results.map((r) => r.documentPath)));
+  assert.equal((await (await get(s, '/readyz')).json()).reloadFailed, 0);
+  const metrics = await (await get(s, '/metrics')).text();
+  assert.match(metrics, /docloupe_bundle_generation\{[^}]*live\.bundle"\} 2/);
+  assert.match(metrics, /docloupe_bundle_reload_failures_total 1/);
+  s.child.kill('SIGTERM');
+  await s.exited;
 });

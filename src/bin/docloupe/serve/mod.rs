@@ -79,10 +79,22 @@ pub struct ServeArgs {
     /// A split folder's engine drops the shards its searches have read past this many MiB.
     #[arg(long, default_value_t = 256, value_name = "MiB")]
     split_memory_mib: usize,
+    /// How long a search's answer is answered again to the same request from callers with
+    /// the same rights (0: no cache).
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    cache_ttl_seconds: u64,
+    /// Answers the cache keeps at most.
+    #[arg(long, default_value_t = 10_000)]
+    cache_entries: usize,
+    /// How often to look for rebuilt bundles (0: only on SIGHUP, which always reloads).
+    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    watch_seconds: u64,
 }
 
 struct App {
     service: Arc<Service>,
+    /// Loads a bundle as at start (the reloads' loader).
+    loader: Box<dyn Fn(&std::path::Path) -> service::Collection + Send + Sync>,
     pool: Arc<Pool>,
     capacity: usize,
     users: Users,
@@ -107,7 +119,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .iter()
         .map(|b| service::load(b, &args.model_args, split_budget))
         .collect();
-    let service = Arc::new(Service::new(collections, log));
+    let service = Arc::new(Service::new(collections, log).with_cache(
+        std::time::Duration::from_secs(args.cache_ttl_seconds),
+        args.cache_entries,
+    ));
     service.announce();
     if users.is_open() {
         eprintln!(
@@ -115,8 +130,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
             json!({"event": "open", "warning": "no --tokens: every client may search every served bundle and read /metrics"})
         );
     }
+    let flags = args.model_args;
     let app = Arc::new(App {
         service,
+        loader: Box::new(move |path| service::load(path, &flags, split_budget)),
         pool: Arc::new(Pool::new(workers, args.queue)),
         capacity: workers + args.queue,
         users,
@@ -126,7 +143,57 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(listen(app, args.listen, args.public_host))
+    let watch = args.watch_seconds;
+    runtime.block_on(async move {
+        tokio::spawn(reloads(app.clone(), watch));
+        listen(app, args.listen, args.public_host).await
+    })
+}
+
+/// Reloads on SIGHUP, and every `watch` seconds when a bundle's file changed. Loading runs on
+/// a blocking thread; searches go on meanwhile, on the set that is serving.
+async fn reloads(app: Shared, watch: u64) {
+    #[cfg(unix)]
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let period = std::time::Duration::from_secs(watch.max(1));
+    loop {
+        #[cfg(unix)]
+        let signalled = async {
+            match hangup.as_mut() {
+                Some(h) => {
+                    h.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let signalled = std::future::pending::<()>();
+        let ticked = async {
+            if watch == 0 {
+                std::future::pending::<()>().await
+            }
+            tokio::time::sleep(period).await
+        };
+        tokio::select! {
+            _ = signalled => {}
+            _ = ticked => {}
+        }
+        let worker = app.clone();
+        let done = tokio::task::spawn_blocking(move || worker.service.reload(&*worker.loader))
+            .await
+            .unwrap_or_default();
+        for d in done {
+            let line = match d {
+                service::Reloaded::Swapped(path) => {
+                    json!({"event": "reload", "path": path.display().to_string(), "state": "ready"})
+                }
+                service::Reloaded::Kept(path, why) => {
+                    json!({"event": "reload", "path": path.display().to_string(), "state": "failed", "error": why, "serving": "the previous bundle"})
+                }
+            };
+            eprintln!("{line}");
+        }
+    }
 }
 
 async fn listen(app: Shared, address: SocketAddr, public_hosts: Vec<String>) -> Result<()> {
@@ -371,6 +438,12 @@ fn respond(outcome: &Outcome) -> Response {
             }
         }
     }
+    if let Some(hit) = outcome.cached {
+        response.headers_mut().insert(
+            "x-docloupe-cache",
+            HeaderValue::from_static(if hit { "hit" } else { "miss" }),
+        );
+    }
     if let Some(n) = outcome.results {
         if let Ok(v) = HeaderValue::from_str(&n.to_string()) {
             response.headers_mut().insert("x-docloupe-results", v);
@@ -510,17 +583,15 @@ async fn metrics(State(app): State<Shared>) -> Response {
         .into_response()
 }
 
-/// 200 once every served bundle (and its models) is loaded, else 503. Counts only: the
-/// names of the bundles are not for anonymous load balancers (the start log and /metrics
-/// have them).
+/// 200 once every served bundle (and its models) is loaded, else 503; `reloadFailed`
+/// counts bundles whose rebuilt file could not be loaded (the previous one is serving).
+/// Counts only: the names of the bundles are not for anonymous load balancers (the log and
+/// /metrics have them).
 async fn ready(State(app): State<Shared>) -> Response {
-    let total = app.service.collections.len();
-    let unavailable = app
-        .service
-        .collections
-        .iter()
-        .filter(|c| c.engine.is_err())
-        .count();
+    let set = app.service.current();
+    let total = set.len();
+    let reload_failed = app.service.reload_errors().len();
+    let unavailable = set.iter().filter(|c| c.engine.is_err()).count();
     let status = if unavailable == 0 {
         StatusCode::OK
     } else {
@@ -528,7 +599,7 @@ async fn ready(State(app): State<Shared>) -> Response {
     };
     json_response(
         status,
-        json!({"ready": unavailable == 0, "bundles": total, "unavailable": unavailable})
+        json!({"ready": unavailable == 0, "bundles": total, "unavailable": unavailable, "reloadFailed": reload_failed})
             .to_string(),
     )
 }

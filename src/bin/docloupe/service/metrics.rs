@@ -42,7 +42,6 @@ struct FeedbackLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BundleLabels {
     path: String,
-    project: String,
 }
 
 /// 1 ms to about 16 s, doubling.
@@ -59,6 +58,9 @@ pub(crate) struct Metrics {
     rate_limited: Counter,
     overloaded: Counter,
     unauthorized: Counter,
+    cache_hits: Counter,
+    cache_misses: Counter,
+    reload_failures: Counter,
     feedback: Family<FeedbackLabels, Counter>,
     bundle_ready: Family<BundleLabels, Gauge>,
     bundle_generation: Family<BundleLabels, Gauge<u64, AtomicU64>>,
@@ -112,6 +114,24 @@ impl Default for Metrics {
             "Requests refused with 401 (no token or an unknown one)",
             unauthorized.clone(),
         );
+        let cache_hits = Counter::default();
+        registry.register(
+            "cache_hits",
+            "Searches answered from the popular-query cache",
+            cache_hits.clone(),
+        );
+        let cache_misses = Counter::default();
+        registry.register(
+            "cache_misses",
+            "Searches the cache did not hold (then run and kept)",
+            cache_misses.clone(),
+        );
+        let reload_failures = Counter::default();
+        registry.register(
+            "bundle_reload_failures",
+            "Reloads whose new bundle could not be loaded (the old one kept serving)",
+            reload_failures.clone(),
+        );
         let feedback = Family::<FeedbackLabels, Counter>::default();
         registry.register(
             "feedback",
@@ -145,6 +165,9 @@ impl Default for Metrics {
             rate_limited,
             overloaded,
             unauthorized,
+            cache_hits,
+            cache_misses,
+            reload_failures,
             feedback,
             bundle_ready,
             bundle_generation,
@@ -219,6 +242,18 @@ impl Metrics {
         }
     }
 
+    pub(crate) fn cache(&self, hit: bool) {
+        if hit {
+            self.cache_hits.inc();
+        } else {
+            self.cache_misses.inc();
+        }
+    }
+
+    pub(crate) fn reload_failed(&self) {
+        self.reload_failures.inc();
+    }
+
     pub(crate) fn unauthorized(&self) {
         self.unauthorized.inc();
     }
@@ -229,9 +264,9 @@ impl Metrics {
 
     /// A bundle (re)loaded, well or not.
     pub(crate) fn bundle_loaded(&self, c: &Collection) {
+        // By path only: a reload may bring another project to the same path.
         let labels = BundleLabels {
             path: c.path.display().to_string(),
-            project: c.project.clone().unwrap_or_default(),
         };
         self.bundle_ready
             .get_or_create(&labels)

@@ -26,11 +26,13 @@ use serde_json::{json, Value};
 
 use crate::{read_piece, render, second_stage, ModelArgs, Source};
 
+mod cache;
 mod log_file;
 mod metrics;
 mod pool;
 mod query_log;
 
+use cache::{cache_key, Cache};
 pub(crate) use log_file::{LogArgs, QueryLog};
 pub(crate) use metrics::Metrics;
 pub(crate) use pool::{Busy, Pool};
@@ -45,6 +47,33 @@ pub(crate) struct Collection {
     pub(crate) path: PathBuf,
     pub(crate) project: Option<String>,
     pub(crate) engine: std::result::Result<Served, ErrorResponse>,
+    /// The file as it was when loaded: a reload loads only what changed.
+    stamp: Option<Stamp>,
+}
+
+/// A bundle file's (or a split folder's `core.bin`'s) identity: a rebuilt bundle is a new
+/// file renamed into place, so its inode, size or time differ.
+#[derive(Clone, Debug, PartialEq)]
+struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    #[cfg(unix)]
+    inode: u64,
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let file = if path.is_dir() {
+        path.join("core.bin")
+    } else {
+        path.to_path_buf()
+    };
+    let m = std::fs::metadata(file).ok()?;
+    Some(Stamp {
+        len: m.len(),
+        modified: m.modified().ok(),
+        #[cfg(unix)]
+        inode: std::os::unix::fs::MetadataExt::ino(&m),
+    })
 }
 
 /// A collection's engine: a bundle file decoded whole, or a split folder whose pieces are
@@ -158,6 +187,8 @@ impl Bucket {
 /// Loads the bundle file or split folder at `path` with the models `flags` choose; a bundle
 /// that cannot be loaded is a collection that answers why.
 pub(crate) fn load(path: &Path, flags: &ModelArgs, split_budget: usize) -> Collection {
+    // Taken first: a file replaced while it loads is loaded again at the next reload.
+    let stamp = stamp(path);
     let loaded = (|| -> std::result::Result<Served, ErrorResponse> {
         let source = Source::open(path).map_err(|e| ErrorResponse::from(&e))?;
         let header = source.header().clone();
@@ -209,6 +240,7 @@ pub(crate) fn load(path: &Path, flags: &ModelArgs, split_budget: usize) -> Colle
         path: path.to_path_buf(),
         project,
         engine: loaded,
+        stamp,
     }
 }
 
@@ -262,6 +294,7 @@ impl Caller {
 
 /// What a tool call answered: the JSON for structured content, its text, and whether it is
 /// an error; plus what the log line and the metrics say about it.
+#[derive(Clone)]
 pub(crate) struct Outcome {
     pub(crate) structured: Value,
     pub(crate) text: String,
@@ -273,6 +306,8 @@ pub(crate) struct Outcome {
     /// The answer's JSON text as the engine's types write it (field order included: what
     /// `docloupe search --jsonl` prints), where it differs from `structured`'s.
     pub(crate) json: Option<String>,
+    /// With a cache: whether the answer came from it.
+    pub(crate) cached: Option<bool>,
 }
 
 enum Refusal {
@@ -305,6 +340,7 @@ pub(crate) fn error_outcome(structured: Value, code: &str) -> Outcome {
         error_code: Some(code.to_owned()),
         timings: None,
         json: None,
+        cached: None,
     }
 }
 
@@ -325,6 +361,31 @@ pub(crate) fn unavailable(tool: &str, message: &str, details: Value) -> Outcome 
             .unwrap_or(Value::Null),
             "INDEX_UNAVAILABLE",
         ),
+    }
+}
+
+/// `RATE_LIMIT` in the tool's own shape.
+fn rate_limit_outcome(tool: &str, retry: u64) -> Outcome {
+    let message = format!("too many calls; try again in {retry} s");
+    match tool {
+        "search_docs" => error_outcome(
+            json!({"errorCode": "RATE_LIMIT", "message": message, "details": {"retryAfterSeconds": retry}}),
+            "RATE_LIMIT",
+        ),
+        _ => {
+            let e = DocumentsError::new(
+                DocumentsErrorCode::RateLimit,
+                message,
+                json!({"retryAfterSeconds": retry}),
+            );
+            Outcome {
+                json: serde_json::to_string(&e).ok(),
+                ..error_outcome(
+                    serde_json::to_value(&e).unwrap_or(Value::Null),
+                    "RATE_LIMIT",
+                )
+            }
+        }
     }
 }
 
@@ -387,11 +448,35 @@ impl Outcome {
     }
 }
 
-/// The served collections, the query log and the metrics.
+/// The served collections as one set: a reload swaps in a new set, and a call in flight
+/// finishes on the one it started with.
+pub(crate) type Collections = Arc<Vec<Arc<Collection>>>;
+
+/// The served collections, the query log, the metrics and (for `serve`) the answer cache.
 pub(crate) struct Service {
-    pub(crate) collections: Vec<Collection>,
+    collections: RwLock<Collections>,
     log: QueryLog,
     pub(crate) metrics: Metrics,
+    cache: Option<Cache>,
+    /// Bundles whose new file failed to load: why, and the file's stamp (tried again once
+    /// the file changes).
+    reload_errors: Mutex<Vec<ReloadError>>,
+}
+
+#[derive(Clone)]
+struct ReloadError {
+    path: PathBuf,
+    message: String,
+    stamp: Option<Stamp>,
+}
+
+/// What a reload did to one bundle.
+#[derive(Debug)]
+pub(crate) enum Reloaded {
+    /// The new bundle is serving.
+    Swapped(PathBuf),
+    /// The new bundle could not be loaded; the old one keeps serving.
+    Kept(PathBuf, String),
 }
 
 /// How a call came in, for the log line.
@@ -409,15 +494,95 @@ impl Service {
             metrics.bundle_loaded(c);
         }
         Service {
-            collections,
+            collections: RwLock::new(Arc::new(collections.into_iter().map(Arc::new).collect())),
             log,
             metrics,
+            cache: None,
+            reload_errors: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Answers of searches are kept for `ttl` per access scope (at most `entries` of them).
+    pub(crate) fn with_cache(mut self, ttl: std::time::Duration, entries: usize) -> Service {
+        self.cache = (!ttl.is_zero() && entries > 0).then(|| Cache::new(ttl, entries));
+        self
+    }
+
+    /// The collections now served.
+    pub(crate) fn current(&self) -> Collections {
+        read(&self.collections).clone()
+    }
+
+    /// The reload failures still standing: (bundle path, why).
+    pub(crate) fn reload_errors(&self) -> Vec<(PathBuf, String)> {
+        self.reload_errors
+            .lock()
+            .map(|e| {
+                e.iter()
+                    .map(|r| (r.path.clone(), r.message.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Loads again (with `load`) every bundle whose file changed since it was loaded. A
+    /// bundle that loads replaces the old one at once (calls in flight finish on the old
+    /// set) and empties the cache; one that does not leaves the old one serving, and is
+    /// reported until a file that loads takes its place.
+    pub(crate) fn reload(&self, load: &dyn Fn(&Path) -> Collection) -> Vec<Reloaded> {
+        let old = self.current();
+        let mut errors = self
+            .reload_errors
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default();
+        let mut next: Vec<Arc<Collection>> = Vec::with_capacity(old.len());
+        let mut done = Vec::new();
+        for c in old.iter() {
+            let now = stamp(&c.path);
+            let failed_before = errors.iter().any(|e| e.path == c.path && e.stamp == now);
+            if now == c.stamp || failed_before {
+                next.push(c.clone());
+                continue;
+            }
+            let fresh = load(&c.path);
+            errors.retain(|e| e.path != c.path);
+            match (&fresh.engine, &c.engine) {
+                (Err(e), Ok(_)) => {
+                    errors.push(ReloadError {
+                        path: c.path.clone(),
+                        message: e.message.clone(),
+                        stamp: fresh.stamp.clone(),
+                    });
+                    done.push(Reloaded::Kept(c.path.clone(), e.message.clone()));
+                    self.metrics.reload_failed();
+                    next.push(c.clone());
+                }
+                _ => {
+                    self.metrics.bundle_loaded(&fresh);
+                    done.push(Reloaded::Swapped(c.path.clone()));
+                    next.push(Arc::new(fresh));
+                }
+            }
+        }
+        if done.iter().any(|d| matches!(d, Reloaded::Swapped(_))) {
+            *self
+                .collections
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+            if let Some(cache) = &self.cache {
+                cache.clear();
+            }
+        }
+        if let Ok(mut e) = self.reload_errors.lock() {
+            *e = errors;
+        }
+        done
     }
 
     /// One line per served bundle on stderr: its path, project and state.
     pub(crate) fn announce(&self) {
-        for c in &self.collections {
+        for c in self.current().iter() {
             let state = match &c.engine {
                 Ok(_) => "ready".to_owned(),
                 Err(e) => format!("unavailable: {}", e.message),
@@ -429,7 +594,7 @@ impl Service {
 
     /// The projects `scope` may see, in the order served.
     pub(crate) fn projects(&self, scope: &Scope) -> Vec<String> {
-        self.collections
+        self.current()
             .iter()
             .filter_map(|c| c.project.clone())
             .filter(|p| scope.sees(Some(p)))
@@ -447,14 +612,47 @@ impl Service {
         text: Option<&str>,
     ) -> Outcome {
         let started = Instant::now();
-        let outcome = match via.tool {
-            "search_docs" => self.search_docs(caller, args, text),
-            "result_feedback" => self.feedback(caller, args),
-            _ => self.search_documents(caller, args),
+        let set = self.current();
+        // A search answered within the TTL for the same scope and request is answered again
+        // (after the caller's rate limit: a cached answer is still a call).
+        let cache = self
+            .cache
+            .as_ref()
+            .filter(|_| via.tool != "result_feedback");
+        let key = cache.map(|_| cache_key(caller, via.tool, args, text));
+        let mut hit = false;
+        let outcome = match caller.rate_limited() {
+            Some(retry) => rate_limit_outcome(via.tool, retry),
+            None => match cache.zip(key.as_ref()).and_then(|(c, k)| c.get(k)) {
+                Some(cached) => {
+                    hit = true;
+                    cached
+                }
+                None => {
+                    let outcome = match via.tool {
+                        "search_docs" => self.search_docs(&set, caller, args, text),
+                        "result_feedback" => self.feedback(caller, args),
+                        _ => self.search_documents(&set, caller, args),
+                    };
+                    // Only answers, and only while the set they came from is still served.
+                    if let (Some(c), Some(k)) = (cache, key) {
+                        if !outcome.is_error && Arc::ptr_eq(&set, &self.current()) {
+                            c.put(k, &outcome);
+                        }
+                    }
+                    outcome
+                }
+            },
         };
+        if cache.is_some() && outcome.results.is_some() {
+            self.metrics.cache(hit);
+        }
         self.metrics.record(via, args, &outcome, started.elapsed());
-        self.log(caller, via, args, &outcome, started);
-        outcome
+        self.log(caller, via, args, &outcome, started, cache.map(|_| hit));
+        Outcome {
+            cached: cache.map(|_| hit),
+            ..outcome
+        }
     }
 
     /// Logs a call that was answered without running (over capacity, or unauthorized).
@@ -479,23 +677,20 @@ impl Service {
 
     /// The collection a request names (by projectId), after the caller's scope; the
     /// contract's error otherwise.
-    fn collection(
-        &self,
+    fn collection<'a>(
+        set: &'a [Arc<Collection>],
         caller: &Caller,
         project: Option<&str>,
-    ) -> std::result::Result<&Collection, Refusal> {
+    ) -> std::result::Result<&'a Collection, Refusal> {
         let chosen = match (project, &caller.scope) {
-            (Some(p), _) => self
-                .collections
-                .iter()
-                .find(|c| c.project.as_deref() == Some(p)),
+            (Some(p), _) => set.iter().find(|c| c.project.as_deref() == Some(p)),
             // A user without the first bundle gets the first one they may see.
-            (None, Scope::Hidden(_)) => self
-                .collections
-                .iter()
-                .find(|c| caller.scope.sees(c.project.as_deref())),
-            (None, _) => self.collections.first(),
-        };
+            (None, Scope::Hidden(_)) => {
+                set.iter().find(|c| caller.scope.sees(c.project.as_deref()))
+            }
+            (None, _) => set.first(),
+        }
+        .map(|c| &**c);
         let chosen = match &caller.scope {
             Scope::All => chosen,
             Scope::Hidden(_) => chosen.filter(|c| caller.scope.sees(c.project.as_deref())),
@@ -526,11 +721,13 @@ impl Service {
     }
 
     /// `search_docs`: the contract, as is.
-    fn search_docs(&self, caller: &Caller, args: &Value, text: Option<&str>) -> Outcome {
-        if let Some(retry) = caller.rate_limited() {
-            let e = json!({"errorCode": "RATE_LIMIT", "message": format!("too many calls; try again in {retry} s"), "details": {"retryAfterSeconds": retry}});
-            return error_outcome(e, "RATE_LIMIT");
-        }
+    fn search_docs(
+        &self,
+        set: &[Arc<Collection>],
+        caller: &Caller,
+        args: &Value,
+        text: Option<&str>,
+    ) -> Outcome {
         let owned;
         let text = match text {
             Some(t) => t,
@@ -540,14 +737,12 @@ impl Service {
             }
         };
         let project = args.get("projectId").and_then(Value::as_str);
-        let answer = self
-            .collection(caller, project)
-            .and_then(|c| match &c.engine {
-                Ok(engine) => SearchRequest::from_json(text)
-                    .and_then(|req| engine.search(&req))
-                    .map_err(|e| Refusal::Contract(ErrorResponse::from(&e))),
-                Err(e) => Err(Refusal::Contract(e.clone())),
-            });
+        let answer = Self::collection(set, caller, project).and_then(|c| match &c.engine {
+            Ok(engine) => SearchRequest::from_json(text)
+                .and_then(|req| engine.search(&req))
+                .map_err(|e| Refusal::Contract(ErrorResponse::from(&e))),
+            Err(e) => Err(Refusal::Contract(e.clone())),
+        });
         match answer {
             Ok(r) => Outcome {
                 structured: as_written(&r),
@@ -557,6 +752,7 @@ impl Service {
                 error_code: None,
                 timings: Some(r.timings.clone()),
                 json: serde_json::to_string(&r).ok(),
+                cached: None,
             },
             Err(Refusal::Contract(e)) => {
                 let code = serde_json::to_value(e.error_code)
@@ -578,7 +774,7 @@ impl Service {
     }
 
     /// `search_documents`: the agents' shape over the same engine.
-    fn search_documents(&self, caller: &Caller, args: &Value) -> Outcome {
+    fn search_documents(&self, set: &[Arc<Collection>], caller: &Caller, args: &Value) -> Outcome {
         let refuse = |e: DocumentsError| {
             let code = serde_json::to_value(e.error.code)
                 .ok()
@@ -589,18 +785,11 @@ impl Service {
                 ..error_outcome(serde_json::to_value(&e).unwrap_or(Value::Null), &code)
             }
         };
-        if let Some(retry) = caller.rate_limited() {
-            return refuse(DocumentsError::new(
-                DocumentsErrorCode::RateLimit,
-                format!("too many calls; try again in {retry} s"),
-                json!({"retryAfterSeconds": retry}),
-            ));
-        }
         let req = match DocumentsRequest::from_value(args) {
             Ok(r) => r,
             Err(e) => return refuse(e),
         };
-        let collection = match self.collection(caller, req.project.as_deref()) {
+        let collection = match Self::collection(set, caller, req.project.as_deref()) {
             Ok(c) => c,
             Err(Refusal::Unauthorized(m)) => {
                 return refuse(DocumentsError::new(
@@ -635,6 +824,7 @@ impl Service {
                     error_code: None,
                     timings: Some(r.timings.clone()),
                     json: serde_json::to_string(&shaped).ok(),
+                    cached: None,
                 }
             }
             Err(e) => refuse(DocumentsError::from_contract(&e)),
@@ -651,17 +841,6 @@ impl Service {
                 "INVALID_QUERY",
             )
         };
-        if let Some(retry) = caller.rate_limited() {
-            let e = DocumentsError::new(
-                DocumentsErrorCode::RateLimit,
-                format!("too many calls; try again in {retry} s"),
-                json!({"retryAfterSeconds": retry}),
-            );
-            return error_outcome(
-                serde_json::to_value(&e).unwrap_or(Value::Null),
-                "RATE_LIMIT",
-            );
-        }
         let Some(obj) = args.as_object() else {
             return refuse("", "the arguments must be a JSON object");
         };
@@ -711,6 +890,7 @@ impl Service {
             error_code: None,
             timings: None,
             json: None,
+            cached: None,
         }
     }
 
@@ -739,8 +919,19 @@ impl Service {
         line
     }
 
-    fn log(&self, caller: &Caller, via: &Via, args: &Value, outcome: &Outcome, started: Instant) {
-        let line = self.line(caller.user.as_deref(), via, args, outcome, Some(started));
+    fn log(
+        &self,
+        caller: &Caller,
+        via: &Via,
+        args: &Value,
+        outcome: &Outcome,
+        started: Instant,
+        hit: Option<bool>,
+    ) {
+        let mut line = self.line(caller.user.as_deref(), via, args, outcome, Some(started));
+        if let Some(hit) = hit {
+            line["cache"] = Value::from(if hit { "hit" } else { "miss" });
+        }
         self.log.write(&line);
     }
 }
