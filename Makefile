@@ -209,16 +209,17 @@ clean-cache:
 	rm -rf $(CACHE)
 
 # Fuzzing (cargo-fuzz on the nightly toolchain; fuzz/README.md). FUZZ_SECONDS per target, or
-# FUZZ_RUNS executions per target.
+# FUZZ_RUNS executions per target; FUZZ_SANITIZER=none for the faster build without ASan.
 FUZZ_SECONDS ?= 600
 FUZZ_RUNS ?=
+FUZZ_SANITIZER ?= address
 FUZZ_TARGETS := bundle request markdown html pdf docx xlsx
 setup-fuzz: setup
 	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 
 fuzz: setup-fuzz build
-	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) bash fuzz/run.sh $(FUZZ_TARGETS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_SANITIZER=$(FUZZ_SANITIZER) bash fuzz/run.sh $(FUZZ_TARGETS)
 
 # Long PDFs (1,000 to 25,000 pages) and a folder of hostile inputs through the builder: time
 # and peak memory of each build (tests/bench/hostile.py).
