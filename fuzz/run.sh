@@ -27,7 +27,8 @@ export DOCLOUPE_FUZZ_BUNDLE="$seeds/bundle/fixtures-coded.bundle"
 if [ -z "${FUZZ_KEEP_SEEDS:-}" ] || [ ! -s "$DOCLOUPE_FUZZ_BUNDLE" ]; then
 cp tests/fixtures/bundles/*.bundle "$seeds/bundle/"
 target/release/index-builder build tests/fixtures/docs --out "$seeds/bundle/fixtures-fulltext.bundle" --no-embeddings --quiet >/dev/null
-target/release/index-builder build tests/fixtures/docs --out "$seeds/bundle/fixtures-coded.bundle" --compact-threshold 2 --quiet >/dev/null
+target/release/index-builder build tests/fixtures/docs --out "$seeds/bundle/fixtures-coded.bundle" --compact-threshold 2 \
+  --access fuzz/access.toml --quiet >/dev/null
 i=0
 while IFS= read -r line; do
   i=$((i + 1))

@@ -20,6 +20,6 @@ pub use error::{Error, ErrorCode, Result};
 #[cfg(feature = "models")]
 pub use search::CrossEncoder;
 pub use search::{
-    Calibration, Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion,
+    Access, Calibration, Engine, EngineOptions, ErrorResponse, FallbackPolicy, Filters, Fusion,
     LexicalFallback, Mode, Rerank, RerankerFiles, SearchRequest, SearchResponse, SearchResult,
 };

@@ -565,3 +565,57 @@ fn vectors_checked_apart_are_refused_as_a_whole_decode_refuses_them() {
         Err(Error::ChecksumMismatch { .. })
     ));
 }
+
+/// Regression (issue 63, access labels): an `access` section is checked like every other
+/// section. A crafted one that names a document past the table, an unknown group, repeats or
+/// empty requirements, or that sits in a format-9 bundle, is `Corrupt`, never a panic or a
+/// restricted document shown to everyone.
+#[test]
+fn a_crafted_access_section_is_corrupt() {
+    let good = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/bundles/v10-access.bundle"),
+    )
+    .unwrap();
+    let decoded = bundle::decode(&good).unwrap();
+    let access = decoded.access.clone().unwrap();
+    let n_docs = decoded.docs.documents.len() as u32;
+    let mut crafted: Vec<(&str, bundle::AccessSection)> = Vec::new();
+    let mut a = access.clone();
+    a.documents[0].0 = n_docs;
+    crafted.push(("past the table", a));
+    let mut a = access.clone();
+    a.documents[0].1[0] = vec![99];
+    crafted.push(("unknown group", a));
+    let mut a = access.clone();
+    a.documents.push(a.documents[0].clone());
+    crafted.push(("repeated document", a));
+    let mut a = access.clone();
+    a.documents[0].1.clear();
+    crafted.push(("no requirement", a));
+    let mut a = access.clone();
+    a.groups[0] = "<b>".into();
+    crafted.push(("bad group name", a));
+    let mut a = access.clone();
+    a.documents.clear();
+    crafted.push(("no document", a));
+    for (what, a) in crafted {
+        let bytes = with_section(&good, bundle::SectionKind::Access, |s| {
+            *s = postcard::to_allocvec(&a).unwrap();
+        });
+        match load(&bytes) {
+            Err(Error::Corrupt(m)) => assert!(m.contains("access"), "{what}: {m}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // Bytes that are not an access section at all.
+    let bytes = with_section(&good, bundle::SectionKind::Access, |s| s.truncate(3));
+    assert!(matches!(load(&bytes), Err(Error::Corrupt(_))));
+    // Format 9 has no access section: one in a format-9 file is not what a builder wrote.
+    let mut v9 = good.clone();
+    v9[8..12].copy_from_slice(&9u32.to_le_bytes());
+    match load(&v9) {
+        Err(Error::Corrupt(m)) => assert!(m.contains("format 9 has no access section"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

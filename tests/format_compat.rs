@@ -3,19 +3,21 @@
 //! error that names the index-builder to rebuild with.
 //!
 //! Frozen files (never regenerate them; add new ones for a new version):
-//! - `tests/fixtures/bundles/v8-coded.bundle`: format 8, written from `tests/fixtures/docs`
-//!   with `--model` (all-MiniLM-L6-v2 int8), `--compact-threshold 1` (compact first-pass
-//!   codes) and `--project docloupe/fixtures`.
-//! - `v9-coded.bundle`: format 9 (documents say where their dates come from), the same
-//!   documents and arguments.
+//! - `tests/fixtures/bundles/v9-coded.bundle`: format 9 (documents say where their dates
+//!   come from), written from `tests/fixtures/docs` with `--model` (all-MiniLM-L6-v2 int8),
+//!   `--compact-threshold 1` (compact first-pass codes) and `--project docloupe/fixtures`.
 //! - `v9-mixed.bundle`: format 9, the same documents plus `papers/smith2020.pdf` (the
 //!   four-page paper of `tests/collections_spec.rs`, written by `tests/formats::pdf` with its
 //!   outline and title), with `--model`, `--project docloupe/fixtures` and `--references`
 //!   holding two CSL-JSON entries: `smith2020` (article-journal "Caching at the Edge", Smith,
 //!   Ada, 2020, DOI 10.1000/edge.2020) and `caching` (webpage "Caching guide", URL
 //!   https://example.org/caching).
-//! - `v7-coded.bundle`: format 7 (chunk texts deflated in blocks), the arguments of
-//!   `v8-coded`: the newest format no longer read.
+//! - `v10-coded.bundle`: format 10, the arguments of `v9-coded`: no document restricted, so
+//!   no access section.
+//! - `v10-access.bundle`: format 10, the same arguments and `--access` with two rules:
+//!   `ru/` for group `ru-team`, `en/caching.md` for `ops` or `sre` (an access section).
+//! - `v8-coded.bundle`: format 8 (every section deflated), the arguments of `v9-coded`: the
+//!   newest format no longer read.
 //! - `tests/fixtures/splits/v11-coded/`: split layout 11, cut from `v8-coded.bundle` by
 //!   the index-builder of format 8 (`index-builder split`); `v12-coded/`: layout 12, cut from
 //!   `v9-coded.bundle`.
@@ -26,32 +28,34 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use docloupe::bundle::{self, FORMAT_VERSION, OLDEST_FORMAT_VERSION, REBUILD_WITH};
-use docloupe::{Engine, Error, ErrorResponse, Mode, SearchRequest};
+use docloupe::{Access, Engine, Error, ErrorResponse, Mode, SearchRequest};
 
-/// Format 8: every section deflated; the compact codes computed when read.
-const V8: &[u8] = include_bytes!("fixtures/bundles/v8-coded.bundle");
-/// Format 9: the same documents, whose dates say where they come from.
+/// Format 9: documents say where their dates come from.
 const V9: &[u8] = include_bytes!("fixtures/bundles/v9-coded.bundle");
 /// Format 9: a PDF with page spans and two documents with citations.
 const V9_MIXED: &[u8] = include_bytes!("fixtures/bundles/v9-mixed.bundle");
-/// Format 7: no longer read.
-const V7: &[u8] = include_bytes!("fixtures/bundles/v7-coded.bundle");
+/// Format 10: the same documents as `V9`, none restricted.
+const V10: &[u8] = include_bytes!("fixtures/bundles/v10-coded.bundle");
+/// Format 10: three documents restricted to groups of readers.
+const V10_ACCESS: &[u8] = include_bytes!("fixtures/bundles/v10-access.bundle");
+/// Format 8: no longer read.
+const V8: &[u8] = include_bytes!("fixtures/bundles/v8-coded.bundle");
 
 #[test]
 fn the_engine_reads_the_current_format_and_the_one_before() {
     assert_eq!(
-        FORMAT_VERSION, 9,
+        FORMAT_VERSION, 10,
         "a new format adds its frozen bundle here"
     );
     assert_eq!(OLDEST_FORMAT_VERSION, FORMAT_VERSION - 1);
-    for (bytes, version) in [(V8, 8u32), (V9, 9), (V9_MIXED, 9)] {
+    for (bytes, version) in [(V9, 9u32), (V9_MIXED, 9), (V10, 10), (V10_ACCESS, 10)] {
         assert_eq!(bytes[8..12], version.to_le_bytes());
     }
 }
 
 #[test]
-fn frozen_v8_and_v9_bundles_load_and_answer() {
-    for bytes in [V8, V9] {
+fn frozen_v9_and_v10_bundles_load_and_answer() {
+    for bytes in [V9, V10] {
         let engine = Engine::from_bundle(bytes, None).unwrap();
         assert_eq!(
             engine.header().project_id.as_deref(),
@@ -66,40 +70,56 @@ fn frozen_v8_and_v9_bundles_load_and_answer() {
     }
 }
 
-/// Format 9 stores what format 8 did, and where each document's dates come from: the same
-/// chunks, postings and texts, the same answers.
+/// Format 10 stores what format 9 did (and an access section where some document is
+/// restricted): the same documents, chunks, postings and texts, the same answers.
 #[test]
-fn a_v9_bundle_holds_the_v8_data_and_the_dates_sources() {
-    let (v8, v9) = (bundle::decode(V8).unwrap(), bundle::decode(V9).unwrap());
-    assert_eq!(v9.docs.chunks, v8.docs.chunks);
-    assert_eq!(v9.lexical, v8.lexical);
-    assert_eq!(v9.text, v8.text);
-    assert!(v8.docs.documents.iter().all(|d| d.date_source.is_none()));
-    let dated = |b: &bundle::Bundle| {
-        b.docs
-            .documents
-            .iter()
-            .filter(|d| d.date.is_some())
-            .map(|d| d.path.clone())
-            .collect::<Vec<_>>()
-    };
-    assert!(!dated(&v9).is_empty());
-    assert_eq!(dated(&v9), dated(&v8));
-    assert!(v9
-        .docs
-        .documents
-        .iter()
-        .all(|d| d.date.is_none() || d.date_source.is_some()));
-    // The fulltext answers differ only by the field format 9 adds (the vectors were embedded
-    // on different machines, whose kernels differ in the last bits).
-    let sources =
-        ["front_matter", "document", "metadata"].map(|s| format!(r#""dateSource":"{s}","#));
+fn a_v10_bundle_holds_the_v9_data() {
+    let (v9, v10) = (bundle::decode(V9).unwrap(), bundle::decode(V10).unwrap());
+    assert_eq!(v10.docs, v9.docs);
+    assert_eq!(v10.lexical, v9.lexical);
+    assert_eq!(v10.text, v9.text);
+    assert!(v9.access.is_none() && v10.access.is_none());
     for query in ["cache size", "размер кэша", "how do I install it"] {
-        let v9 = sources
-            .iter()
-            .fold(fulltext(V9, query), |a, s| a.replace(s, ""));
-        assert_eq!(v9, fulltext(V8, query), "{query}");
+        assert_eq!(fulltext(V10, query), fulltext(V9, query), "{query}");
     }
+}
+
+/// The frozen access bundle: each reader finds the documents their groups open, and the
+/// owner every one.
+#[test]
+fn a_frozen_v10_access_bundle_answers_each_reader_with_their_documents() {
+    let b = bundle::decode(V10_ACCESS).unwrap();
+    assert_eq!(b.access.as_ref().unwrap().groups, ["ops", "ru-team", "sre"]);
+    let engine = Engine::from_bundle(V10_ACCESS, None).unwrap();
+    let paths = |query: &str, access: Access| -> Vec<String> {
+        let req = SearchRequest {
+            access,
+            ..SearchRequest::new(query).mode(Mode::Fulltext).limit(20)
+        };
+        let mut p: Vec<String> = engine
+            .search(&req)
+            .unwrap()
+            .results
+            .into_iter()
+            .map(|r| r.document_path)
+            .collect();
+        p.dedup();
+        p
+    };
+    assert!(paths("размер кэша", Access::Public).is_empty());
+    assert_eq!(
+        paths("размер кэша", Access::groups(["ru-team"]))[0],
+        "ru/документация.md"
+    );
+    assert!(!paths("cache size", Access::Public).contains(&"en/caching.md".to_owned()));
+    assert_eq!(
+        paths("cache size", Access::groups(["sre"]))[0],
+        "en/caching.md"
+    );
+    assert_eq!(
+        paths("cache size", Access::Everything),
+        paths("cache size", Access::groups(["ops", "ru-team"]))
+    );
 }
 
 #[test]
@@ -142,25 +162,27 @@ fn searches_its_compact_codes(bytes: &[u8]) {
     assert_eq!(r.results[0].document_path, "en/caching.md");
 }
 
-/// The v8 bundle was indexed with analyzer version 2, which reads a soft hyphen inside a word
-/// as a break; the v9 one with version 3, which reads the word as displayed. Each is queried
-/// with its own rules, so a query matches the text the way the text was indexed.
+/// Bundles of format 9 may hold text indexed by analyzer version 2, which reads a soft
+/// hyphen inside a word as a break (version 3 reads the word as displayed). Each bundle is
+/// queried with its own rules, so a query matches the text the way the text was indexed.
 #[test]
 fn a_bundle_is_queried_with_the_analyzer_rules_it_was_built_with() {
-    assert_eq!(bundle::decode(V8).unwrap().header.analyzer.version, 2);
-    assert_eq!(bundle::decode(V9).unwrap().header.analyzer.version, 3);
+    assert_eq!(bundle::decode(V10).unwrap().header.analyzer.version, 3);
+    let mut v2 = bundle::decode(V10).unwrap();
+    v2.header.analyzer.version = 2;
+    let v2 = bundle::encode(&v2).unwrap();
     let shown = "ca\u{AD}che size";
-    assert_eq!(fulltext(V9, shown), fulltext(V9, "cache size"));
-    assert_eq!(fulltext(V8, shown), fulltext(V8, "ca che size"));
-    assert_ne!(fulltext(V8, shown), fulltext(V8, "cache size"));
+    assert_eq!(fulltext(V10, shown), fulltext(V10, "cache size"));
+    assert_eq!(fulltext(&v2, shown), fulltext(&v2, "ca che size"));
+    assert_ne!(fulltext(&v2, shown), fulltext(&v2, "cache size"));
 }
 
 #[test]
 fn the_current_format_reencodes_its_frozen_bundle_byte_for_byte() {
-    // While FORMAT_VERSION is 9 the encoder must still write exactly these bytes, from the
+    // While FORMAT_VERSION is 10 the encoder must still write exactly these bytes, from the
     // text blocks as read and from the texts as plain strings; when the format changes, this
     // test moves to the new version's frozen file.
-    for frozen in [V9, V9_MIXED] {
+    for frozen in [V10, V10_ACCESS] {
         let read = bundle::decode(frozen).unwrap();
         assert_eq!(bundle::encode(&read).unwrap(), frozen);
         // Written in pieces (as the builder writes a file), the same bytes.
@@ -212,7 +234,7 @@ fn answers(bytes: &[u8], query: &str) -> Vec<String> {
         .collect()
 }
 
-/// The refusal every reader gives a bundle of format 1 to 7: `OlderFormat`, naming the
+/// The refusal every reader gives a bundle of format 1 to 8: `OlderFormat`, naming the
 /// index-builder to rebuild with, for the full engine and the lexical build's decoder alike.
 #[test]
 fn older_formats_are_refused_naming_the_index_builder_to_rebuild_with() {
@@ -224,7 +246,7 @@ fn older_formats_are_refused_naming_the_index_builder_to_rebuild_with() {
             let m = e.to_string();
             assert!(
                 m.contains(&format!("version {found} is older"))
-                    && m.contains("(8 and newer)")
+                    && m.contains("(9 and newer)")
                     && m.contains(REBUILD_WITH),
                 "{m}"
             );
@@ -236,16 +258,16 @@ fn older_formats_are_refused_naming_the_index_builder_to_rebuild_with() {
                 (
                     &"OlderFormat".into(),
                     &found.into(),
-                    &8.into(),
+                    &9.into(),
                     &REBUILD_WITH.into()
                 )
             );
         }
     };
-    // The frozen format-7 bundle, and every older version number on a current prefix.
-    refused(V7, 7);
+    // The frozen format-8 bundle, and every older version number on a current prefix.
+    refused(V8, 8);
     for old in 0..OLDEST_FORMAT_VERSION {
-        let mut bytes = V8.to_vec();
+        let mut bytes = V9.to_vec();
         bytes[8..12].copy_from_slice(&old.to_le_bytes());
         refused(&bytes, old);
     }
@@ -266,23 +288,23 @@ const BUILD_ARGS: [&str; 7] = [
     "--trust-previous",
 ];
 
-/// `--incremental` over a format-8 bundle embeds nothing: it takes its vectors, and writes
+/// `--incremental` over a format-9 bundle embeds nothing: it takes its vectors, and writes
 /// the current format, which is what a clean build writes.
 #[test]
-fn an_incremental_build_over_a_v8_bundle_reuses_its_vectors() {
+fn an_incremental_build_over_a_v9_bundle_reuses_its_vectors() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("v8.bundle");
-    std::fs::write(&out, V8).unwrap();
+    let out = dir.path().join("v9.bundle");
+    std::fs::write(&out, V9).unwrap();
     let args = &BUILD_ARGS;
     let report = common::build(&common::fixtures(), &out, args);
     assert_eq!(report["chunksEmbedded"], 0, "{report}");
     assert_eq!(report["chunksReused"], 14, "{report}");
     let bytes = std::fs::read(&out).unwrap();
-    let (built, v8) = (bundle::decode(&bytes).unwrap(), bundle::decode(V8).unwrap());
+    let (built, v9) = (bundle::decode(&bytes).unwrap(), bundle::decode(V9).unwrap());
     assert_eq!(bytes[8..12], FORMAT_VERSION.to_le_bytes());
     let vectors =
         |b: &bundle::Bundle| -> Vec<_> { b.vectors.as_ref().unwrap().vectors().collect() };
-    assert_eq!(vectors(&built), vectors(&v8));
+    assert_eq!(vectors(&built), vectors(&v9));
     // And the rest is what a clean build of the current format writes (its vectors are this
     // machine's, which the fast kernels make differ from the frozen ones in the last bits).
     let clean = dir.path().join("clean.bundle");
@@ -296,10 +318,10 @@ fn an_incremental_build_over_a_v8_bundle_reuses_its_vectors() {
 
 /// `--incremental` over a bundle too old to read builds clean, saying why.
 #[test]
-fn an_incremental_build_over_a_v7_bundle_embeds_everything_and_says_why() {
+fn an_incremental_build_over_a_v8_bundle_embeds_everything_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("v7.bundle");
-    std::fs::write(&out, V7).unwrap();
+    let out = dir.path().join("v8.bundle");
+    std::fs::write(&out, V8).unwrap();
     let report = common::build(&common::fixtures(), &out, &BUILD_ARGS);
     let embedded =
         report["chunksEmbedded"].as_u64().unwrap() + report["chunksShared"].as_u64().unwrap();
@@ -307,7 +329,7 @@ fn an_incremental_build_over_a_v7_bundle_embeds_everything_and_says_why() {
     assert_eq!(report["chunksReused"], 0, "{report}");
     let warned = common::warnings(&report)
         .iter()
-        .any(|w| w.contains("cannot be reused") && w.contains("version 7 is older"));
+        .any(|w| w.contains("cannot be reused") && w.contains("version 8 is older"));
     assert!(warned, "{report}");
     assert!(Engine::from_bundle(&std::fs::read(&out).unwrap(), None).is_ok());
 }
@@ -317,7 +339,7 @@ fn an_incremental_build_over_a_v7_bundle_embeds_everything_and_says_why() {
 /// what the whole decode does, from every frozen format read.
 #[test]
 fn every_format_reads_back_apart_as_it_decodes_whole() {
-    for (k, bytes) in [V8, V9, V9_MIXED].into_iter().enumerate() {
+    for (k, bytes) in [V9, V9_MIXED, V10, V10_ACCESS].into_iter().enumerate() {
         let whole = bundle::decode(bytes).unwrap();
         let docs = bundle::packed_docs(bytes).unwrap();
         assert_eq!(docs.documents(), whole.docs.documents.as_slice());
@@ -382,17 +404,25 @@ fn split_answers(files: &HashMap<String, Vec<u8>>, query: &str) -> Vec<String> {
         .collect()
 }
 
-/// Split layouts 11 and 12, cut from the v8 and v9 bundles, answer as their bundles do.
+/// Split layout 12, cut from the v9 bundle, answers as its bundle does; layout 11, cut from
+/// the format-8 bundle no longer read, answers as layout 12 does but for what format 9 added
+/// (where dates come from) and the last bits of its vectors (embedded on another machine).
 #[test]
 fn frozen_split_layouts_11_and_12_answer_as_their_bundles() {
-    for (split, whole) in [("v11-coded", V8), ("v12-coded", V9)] {
-        let files = split_files(split);
-        for query in ["cache size", "размер кэша", "how do I install it"] {
-            assert_eq!(
-                split_answers(&files, query),
-                answers(whole, query),
-                "{split}: {query}"
-            );
+    let (v11, v12) = (split_files("v11-coded"), split_files("v12-coded"));
+    let sources =
+        ["front_matter", "document", "metadata"].map(|s| format!(r#""dateSource":"{s}","#));
+    let top = |answer: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(answer).unwrap();
+        v[0]["documentPath"].as_str().unwrap_or_default().to_owned()
+    };
+    for query in ["cache size", "размер кэша", "how do I install it"] {
+        let (a11, a12) = (split_answers(&v11, query), split_answers(&v12, query));
+        assert_eq!(a12, answers(V9, query), "v12-coded: {query}");
+        let fulltext12 = sources.iter().fold(a12[0].clone(), |a, s| a.replace(s, ""));
+        assert_eq!(a11[0], fulltext12, "v11-coded fulltext: {query}");
+        for mode in 1..3 {
+            assert_eq!(top(&a11[mode]), top(&a12[mode]), "v11-coded: {query}");
         }
     }
 }

@@ -615,7 +615,7 @@ fn bad_vector_pieces_are_refused_and_the_good_ones_still_load() {
     use sha2::{Digest, Sha256};
     let bytes = common::fixture_bundle();
     let files = files_of(bytes, TINY);
-    let other = frozen_files("v8-coded.bundle");
+    let other = frozen_files("v10-coded.bundle");
     let pieces: Vec<&String> = files.keys().filter(|f| f.starts_with("vec-")).collect();
     let mut engine = Engine::split(&files[CORE_FILE]).unwrap();
     let good = &files["vec-0.bin"];

@@ -11,11 +11,13 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 /// Frozen bundle of `tests/fixtures/docs` in the current format, with vectors (see
 /// tests/format_compat.rs).
-const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v9-coded.bundle");
+const BUNDLE: &[u8] = include_bytes!("fixtures/bundles/v10-coded.bundle");
 /// The format before it, which every build reads.
+const V9: &[u8] = include_bytes!("fixtures/bundles/v9-coded.bundle");
+/// The same in format 8, which no build reads any longer.
 const V8: &[u8] = include_bytes!("fixtures/bundles/v8-coded.bundle");
-/// The same in format 7, which no build reads any longer.
-const V7: &[u8] = include_bytes!("fixtures/bundles/v7-coded.bundle");
+/// The current format with some documents restricted to groups of readers.
+const ACCESS: &[u8] = include_bytes!("fixtures/bundles/v10-access.bundle");
 
 fn engine() -> WasmEngine {
     WasmEngine::new(BUNDLE).unwrap_or_else(|e| panic!("the frozen bundle loads: {e:?}"))
@@ -186,17 +188,41 @@ fn the_previous_format_loads_and_answers_as_the_current_one() {
             .map(|x| (x["documentPath"].clone(), x["chunkIndex"].clone()))
             .collect::<Vec<_>>()
     };
-    assert!(!search(V8).is_empty());
-    assert_eq!(search(V8), search(BUNDLE));
+    assert!(!search(V9).is_empty());
+    assert_eq!(search(V9), search(BUNDLE));
 }
 
-/// Formats 1 to 7 are refused by every build, this one included: a typed error that names
+/// A browser's engine answers as a reader without groups: the documents a bundle restricts
+/// (for `docloupe serve`) are never found.
+#[wasm_bindgen_test]
+fn restricted_documents_are_never_found_in_the_browser() {
+    let engine = WasmEngine::new(ACCESS).unwrap_or_else(|e| panic!("{e:?}"));
+    for query in ["cache size", "размер кэша"] {
+        let r = value(engine.search(js(
+            &json!({"query": query, "mode": "fulltext", "limit": 20}),
+        )));
+        let paths: Vec<&str> = r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["documentPath"].as_str().unwrap())
+            .collect();
+        assert!(
+            paths
+                .iter()
+                .all(|p| !p.starts_with("ru/") && *p != "en/caching.md"),
+            "{query}: {paths:?}"
+        );
+    }
+}
+
+/// Formats 1 to 8 are refused by every build, this one included: a typed error that names
 /// the index-builder to rebuild with.
 #[wasm_bindgen_test]
 fn an_older_format_bundle_is_refused_with_a_rebuild_error() {
-    let mut v1 = V8.to_vec();
+    let mut v1 = V9.to_vec();
     v1[8..12].copy_from_slice(&1u32.to_le_bytes());
-    for (bytes, found) in [(V7, 7), (&v1[..], 1)] {
+    for (bytes, found) in [(V8, 8), (&v1[..], 1)] {
         let err = match WasmEngine::new(bytes) {
             Ok(_) => panic!("the lexical build read a format-{found} bundle"),
             Err(e) => value(e),
@@ -204,7 +230,7 @@ fn an_older_format_bundle_is_refused_with_a_rebuild_error() {
         assert_eq!(err["errorCode"], "DOCS_COLLECTION_UNAVAILABLE", "{err}");
         assert_eq!(err["details"]["reason"], "OlderFormat", "{err}");
         assert_eq!(err["details"]["found"], found, "{err}");
-        assert_eq!(err["details"]["oldest"], 8, "{err}");
+        assert_eq!(err["details"]["oldest"], 9, "{err}");
         let rebuild = err["details"]["rebuildWith"].as_str().unwrap();
         assert!(rebuild.starts_with("index-builder "), "{err}");
         assert!(err["message"].as_str().unwrap().contains(rebuild), "{err}");

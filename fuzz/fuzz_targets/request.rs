@@ -1,10 +1,11 @@
 //! A request's JSON → validation → search over a small real bundle (built once from the test
-//! fixtures by `make fuzz`; its path in DOCLOUPE_FUZZ_BUNDLE), every mode.
+//! fixtures by `make fuzz`, with some documents restricted to groups; its path in
+//! DOCLOUPE_FUZZ_BUNDLE), every mode, as a reader without groups and as one in a group.
 #![no_main]
 
 use std::sync::OnceLock;
 
-use docloupe::{Engine, SearchRequest};
+use docloupe::{Access, Engine, SearchRequest};
 use libfuzzer_sys::fuzz_target;
 
 fn engine() -> &'static Engine {
@@ -29,5 +30,12 @@ fuzz_target!(|data: &[u8]| {
             .as_ref()
             .map_or(0, |m| m.dims as usize);
         let _ = engine.search_with_query_vector(&req, vec![0.05; dims]);
+        // The bundle restricts documents: the same request as a reader who sees part of them.
+        let reader = SearchRequest {
+            access: Access::groups(["ops"]),
+            ..req
+        };
+        let _ = engine.search(&reader);
+        let _ = engine.search_with_query_vector(&reader, vec![0.05; dims]);
     }
 });

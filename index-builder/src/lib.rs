@@ -3,13 +3,15 @@
 //!
 //! Data flow: [`ingest`] finds and parses documents (markdown, text) and [`convert`] turns the
 //! binary formats into the same sections, run in a limited child process by [`isolate`];
-//! [`cite`] matches documents to a bibliography; [`chunk`] cuts sections to the model's
+//! [`cite`] matches documents to a bibliography and [`access`] labels them with the groups
+//! that may read them; [`chunk`] cuts sections to the model's
 //! window; [`build`] drives it all into a bundle (embedding it with the models) and
 //! [`output`] writes it atomically; [`site`] renders the same folder as HTML pages.
 //!
 //! Without the default `models` feature the library has everything but [`build`]: the fuzz
 //! targets' build, which so leaves the models' runtime out of what libFuzzer instruments.
 
+pub mod access;
 #[cfg(feature = "models")]
 pub mod build;
 pub mod chunk;

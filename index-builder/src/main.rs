@@ -169,6 +169,11 @@ struct BuildArgs {
     /// stray sources out. Default: every type.
     #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "TYPES")]
     formats: Option<Vec<ingest::Format>>,
+    /// Who may read which documents: a TOML file of path globs → groups (docs/serve.md). The
+    /// bundle keeps each document's groups; `docloupe serve` shows a user only the documents
+    /// their groups open. A page's `access:` front matter narrows its rule further.
+    #[arg(long, value_name = "ACCESS.toml")]
+    access: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -311,6 +316,11 @@ fn build(args: BuildArgs) -> Result<()> {
         .as_deref()
         .map(|p| cite::References::load(p, &mut warnings))
         .transpose()?;
+    let access = args
+        .access
+        .as_deref()
+        .map(index_builder::access::AccessRules::load)
+        .transpose()?;
     let lang = match args.lang {
         LangArg::Auto => None,
         LangArg::En => Some(Language::En),
@@ -332,6 +342,7 @@ fn build(args: BuildArgs) -> Result<()> {
         list_skipped: args.list_skipped,
         formats: args.formats,
         convert_limits: args.limits.limits(),
+        access,
     })?;
     let mut report = report;
     warnings.append(&mut report.warnings);

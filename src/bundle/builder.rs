@@ -32,6 +32,9 @@ pub struct SourceDocument {
     pub tags: Vec<String>,
     pub lang: Language,
     pub citation: Option<Citation>,
+    /// Who may read it: the groups of each requirement, one of which a reader must hold for
+    /// every requirement ([`crate::bundle::AccessSection`]); none: every reader.
+    pub access: Vec<Vec<String>>,
     pub chunks: Vec<SourceChunk>,
 }
 
@@ -169,6 +172,8 @@ pub struct BundleBuilder<'a> {
     excess: usize,
     text: TextBlocks,
     vectors: vector::Vectors,
+    /// The restricted documents' requirements, by document index.
+    access: Vec<(u32, Vec<Vec<String>>)>,
 }
 
 impl<'a> BundleBuilder<'a> {
@@ -183,6 +188,7 @@ impl<'a> BundleBuilder<'a> {
             excess: 0,
             text: TextBlocks::default(),
             vectors: vector::Vectors::new(opts.model.as_ref().map_or(0, |m| m.dims as usize)),
+            access: Vec::new(),
         }
     }
 
@@ -213,6 +219,12 @@ impl<'a> BundleBuilder<'a> {
         let (analyzer, cfg, opts) = (&self.analyzer, &self.cfg, self.opts);
         // Whatever refuses a document is found before any of it is added: a refused document
         // leaves the builder as it was.
+        if let Some(why) = access_problem(&doc.access) {
+            return Err(Error::DocumentRefused {
+                path: doc.path,
+                why,
+            });
+        }
         for (k, chunk) in doc.chunks.iter().enumerate() {
             let refused = if chunk.location.line_end < chunk.location.line_start {
                 "ends before it starts".to_owned()
@@ -315,6 +327,9 @@ impl<'a> BundleBuilder<'a> {
             self.text.push(text)?;
         }
         self.packed.extend_from_slice(&packed);
+        if !doc.access.is_empty() {
+            self.access.push((d as u32, doc.access));
+        }
         self.documents.push(Document {
             path: doc.path,
             doc_id: doc.doc_id,
@@ -354,8 +369,12 @@ impl<'a> BundleBuilder<'a> {
             packed,
             text,
             vectors,
+            access,
             ..
         } = self;
+        let access = crate::bundle::AccessSection::of(&access)?
+            .map(|a| crate::bundle::access_section(&a))
+            .transpose()?;
         let text = text.into_pieces()?;
         let docs = crate::bundle::docs_section_packed(&documents, chunks, &packed)?;
         drop(packed);
@@ -389,8 +408,32 @@ impl<'a> BundleBuilder<'a> {
         drop(documents);
         let vectors = vectors.map(|v| v.section_pieces()).transpose()?;
         freed();
-        crate::bundle::assemble_pieces(&header, docs, lexical, text, vectors)
+        crate::bundle::assemble_pieces(&header, docs, lexical, text, vectors, access)
     }
+}
+
+/// Why a document's access requirements cannot be stored, if they cannot.
+fn access_problem(access: &[Vec<String>]) -> Option<String> {
+    use crate::bundle::access::{MAX_GROUPS_PER_REQUIREMENT, MAX_REQUIREMENTS};
+    if access.len() > MAX_REQUIREMENTS {
+        return Some(format!(
+            "it has over {MAX_REQUIREMENTS} access requirements"
+        ));
+    }
+    for r in access {
+        if r.is_empty() || r.len() > MAX_GROUPS_PER_REQUIREMENT {
+            return Some(format!(
+                "an access requirement must name 1 to {MAX_GROUPS_PER_REQUIREMENT} groups"
+            ));
+        }
+        if let Some(g) = r.iter().find(|g| !crate::bundle::valid_group(g)) {
+            return Some(format!(
+                "access group {g:?} is not a group name (1 to {} letters, digits, '-', '_', '.', '@')",
+                crate::bundle::MAX_GROUP_CHARS
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -424,6 +467,7 @@ mod tests {
                 tags: vec!["tag".into()],
                 lang: Language::En,
                 citation: None,
+                access: Vec::new(),
                 chunks: (0..d * 3)
                     .map(|k| SourceChunk {
                         location: ChunkLocation {
@@ -525,6 +569,7 @@ mod tests {
                 tags: vec![],
                 lang: Language::En,
                 citation: None,
+                access: Vec::new(),
                 chunks: (0..200)
                     .map(|k| SourceChunk {
                         location: ChunkLocation {

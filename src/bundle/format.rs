@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use super::model::*;
 use super::packed::{budget_for, check, unpack, DocsIn, DocsOut, PackedDocs, Packing};
+use super::AccessSection;
 use super::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::encoding::{self, decode_exact, to_bytes};
 use crate::error::{Error, Result};
@@ -69,7 +70,8 @@ pub fn encode_pieces(bundle: &Bundle) -> Result<Encoded> {
     );
     #[cfg(target_arch = "wasm32")]
     let (docs, lexical, text, vectors) = (docs(), lexical(), bundle.text.encode(), vectors());
-    assemble(&bundle.header, docs?, lexical?, text?, vectors?)
+    let access = bundle.access.as_ref().map(access_section).transpose()?;
+    assemble(&bundle.header, docs?, lexical?, text?, vectors?, access)
 }
 
 /// The `docs` section of `documents` and their `chunks` chunks, written by
@@ -107,6 +109,11 @@ fn vectors_section(vectors: &VectorIndex) -> Result<Vec<u8>> {
     to_bytes(vectors, "vectors")
 }
 
+/// The `access` section: small (group names and indices), so stored as postcard alone.
+pub(crate) fn access_section(access: &AccessSection) -> Result<Vec<u8>> {
+    to_bytes(access, "access")
+}
+
 /// The prefix and header for these sections, then the sections.
 fn assemble(
     header: &Header,
@@ -114,6 +121,7 @@ fn assemble(
     lexical: Vec<u8>,
     text: Vec<u8>,
     vectors: Option<Vec<u8>>,
+    access: Option<Vec<u8>>,
 ) -> Result<Encoded> {
     assemble_pieces(
         header,
@@ -121,6 +129,7 @@ fn assemble(
         vec![lexical],
         vec![text],
         vectors.map(|v| vec![v]),
+        access,
     )
 }
 
@@ -132,6 +141,7 @@ pub(crate) fn assemble_pieces(
     lexical: Vec<Vec<u8>>,
     text: Vec<Vec<u8>>,
     vectors: Option<Vec<Vec<u8>>>,
+    access: Option<Vec<u8>>,
 ) -> Result<Encoded> {
     let mut parts: Vec<(SectionKind, Vec<Vec<u8>>)> = vec![
         (SectionKind::Docs, docs),
@@ -140,6 +150,9 @@ pub(crate) fn assemble_pieces(
     ];
     if let Some(v) = vectors {
         parts.push((SectionKind::Vectors, v));
+    }
+    if let Some(a) = access {
+        parts.push((SectionKind::Access, vec![a]));
     }
     let mut header = header.clone();
     header.sections.clear();
@@ -448,12 +461,24 @@ pub(super) fn decode_sections<'a>(
         }
         (false, false) => None,
     };
+    // Format 9 and older have no access section; a bundle of theirs that holds one is not
+    // what any builder wrote.
+    let access: Option<AccessSection> = match section(SectionKind::Access)? {
+        Some(_) if version < 10 => {
+            return Err(Error::Corrupt(format!(
+                "format {version} has no access section"
+            )))
+        }
+        Some(raw) => Some(decode_exact(&raw, "access")?),
+        None => None,
+    };
     let bundle = Bundle {
         header,
         docs,
         lexical,
         text,
         vectors,
+        access,
     };
     validate(&bundle, with_vectors)?;
     Ok(bundle)
@@ -554,6 +579,9 @@ fn validate(b: &Bundle, with_vectors: bool) -> Result<()> {
     }
     if let (true, Some(v), Some(model)) = (with_vectors, &b.vectors, &b.header.embedding) {
         v.validate(n_chunks, model.dims as usize)?;
+    }
+    if let Some(access) = &b.access {
+        access.validate(n_docs)?;
     }
     Ok(())
 }

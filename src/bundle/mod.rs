@@ -20,6 +20,7 @@
 //! Nothing in a bundle depends on time, hash-map order or thread scheduling: the same
 //! input gives the same bytes.
 
+pub(crate) mod access;
 mod builder;
 #[cfg(not(target_arch = "wasm32"))]
 mod file;
@@ -30,13 +31,14 @@ mod path;
 pub mod split;
 mod text;
 
+pub use access::{valid_group, AccessSection, MAX_GROUP_CHARS};
 pub use builder::{
     build_bundle, chunk_id, embedding_input, BuildOptions, BundleBuilder, Embedding, SourceChunk,
     SourceDocument, COMPACT_THRESHOLD,
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use file::BundleFile;
-pub(crate) use format::{assemble_pieces, docs_section_packed, lexical_section};
+pub(crate) use format::{access_section, assemble_pieces, docs_section_packed, lexical_section};
 pub use format::{
     check_vectors, decode, decode_header, decode_lexical, decode_text, decode_vectors, encode,
     encode_pieces, packed_docs, section_bytes, Encoded, HEADER_START, MAGIC,
@@ -56,10 +58,11 @@ pub use path::{document_path_problem, is_bidi_control, is_format_char, url_schem
 /// as they are read (`text.rs`). 8: the `docs` and `lexical` sections deflated whole
 /// (`encoding/deflate.rs`), the vectors deflated in blocks of rows with their compact codes computed
 /// when read ([`crate::index::vector`]). 9: documents say where their dates come from
-/// ([`DateSource`]).
-pub const FORMAT_VERSION: u32 = 9;
+/// ([`DateSource`]). 10: an `access` section, in a bundle where some document is restricted
+/// to groups of readers ([`AccessSection`]).
+pub const FORMAT_VERSION: u32 = 10;
 /// The oldest format version this engine reads: the current one and the one before it
-/// (formats 1 to 7 are refused as [`crate::Error::OlderFormat`], which names the
+/// (formats 1 to 8 are refused as [`crate::Error::OlderFormat`], which names the
 /// index-builder to rebuild with). The same for every build, the lexical wasm included.
 pub const OLDEST_FORMAT_VERSION: u32 = FORMAT_VERSION - 1;
 

@@ -51,6 +51,9 @@ pub enum SectionKind {
     Lexical,
     Text,
     Vectors,
+    /// Format 10: which groups may read the restricted documents ([`super::AccessSection`]);
+    /// only in a bundle where some document is restricted.
+    Access,
 }
 
 impl SectionKind {
@@ -60,6 +63,7 @@ impl SectionKind {
             SectionKind::Lexical => "lexical",
             SectionKind::Text => "text",
             SectionKind::Vectors => "vectors",
+            SectionKind::Access => "access",
         }
     }
 }
@@ -305,7 +309,8 @@ pub fn month(d: &Document) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A decoded bundle. `vectors` is `None` for bundles built without embeddings.
+/// A decoded bundle. `vectors` is `None` for bundles built without embeddings, `access` for
+/// bundles whose every document is open to every reader.
 #[derive(Debug)]
 pub struct Bundle {
     pub header: Header,
@@ -313,4 +318,5 @@ pub struct Bundle {
     pub lexical: LexicalIndex,
     pub text: TextSection,
     pub vectors: Option<VectorIndex>,
+    pub access: Option<super::AccessSection>,
 }

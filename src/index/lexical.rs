@@ -224,7 +224,8 @@ pub fn average_length(chunk_lengths: &[u32]) -> f32 {
     (chunk_lengths.iter().map(|&l| l as f64).sum::<f64>() / n as f64).max(1.0) as f32
 }
 
-/// BM25 over `n` chunks: `lists` gives, per distinct query term, its document frequency, the
+/// BM25 over `n` chunks, `idf_n` of them counted for idf (the chunks a reader may see, when
+/// some are restricted; else `n`), at average length `avg_len`: `lists` gives, per distinct query term, its document frequency, the
 /// weight its matches count at (1 for a word of the query, less for a stand-in such as a close
 /// spelling or a completion), the query word it stands for (a group number) and its postings
 /// as (chunk, weighted tf, chunk length) in chunk order, grouped by word. A chunk scores the
@@ -235,6 +236,7 @@ pub fn average_length(chunk_lengths: &[u32]) -> f32 {
 pub fn bm25<P>(
     cfg: &AnalyzerConfig,
     n: usize,
+    idf_n: usize,
     avg_len: f32,
     lists: impl Iterator<Item = (usize, f32, usize, P)>,
 ) -> Scores
@@ -288,7 +290,7 @@ where
                 flush(scores, best, &mut in_word);
                 word = Some(group);
             }
-            let idf = weight * bm25_idf(n, df);
+            let idf = weight * bm25_idf(idf_n, df);
             if alone {
                 for (chunk, tf, len) in postings {
                     let c = chunk as usize;
@@ -694,7 +696,8 @@ impl LexicalIndex {
                         .map(|(c, tf)| (c, tf, self.chunk_lengths[c as usize])),
                 ))
             });
-        bm25(cfg, self.chunk_lengths.len(), avg_len, lists)
+        let n = self.chunk_lengths.len();
+        bm25(cfg, n, n, avg_len, lists)
     }
 
     /// Terms that start with `prefix`, with their document frequencies, in term order;

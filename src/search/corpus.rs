@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 
+use super::access::View;
 use crate::analyze::Language;
 use crate::bundle::split::{ShardId, SplitBundle};
 use crate::bundle::{Bundle, ChunkLocation, ChunkMeta, Document, Header};
@@ -71,6 +72,9 @@ impl Data {
 /// One request's view of the data.
 pub struct Corpus<'a> {
     data: &'a Data,
+    /// What the request's reader may see of a whole bundle that restricts some documents
+    /// (`None`: everything). Every count and vocabulary read below is of that part alone.
+    view: Option<&'a View>,
     /// Files a read needed, in the order first needed.
     missing: RefCell<Vec<ShardId>>,
     /// The first read that found its data corrupt (a whole bundle's text block that does not
@@ -82,9 +86,30 @@ impl<'a> Corpus<'a> {
     pub fn new(data: &'a Data) -> Corpus<'a> {
         Corpus {
             data,
+            view: None,
             missing: RefCell::new(Vec::new()),
             corrupt: RefCell::new(None),
         }
+    }
+
+    /// This corpus as a reader with `view` sees it ([`super::access`]).
+    pub fn seen_through(self, view: Option<&'a View>) -> Corpus<'a> {
+        Corpus { view, ..self }
+    }
+
+    /// Whether the request's reader may see document `d`.
+    pub fn sees_doc(&self, d: u32) -> bool {
+        self.view.is_none_or(|v| v.sees_doc(d))
+    }
+
+    /// Whether the reader sees every document.
+    pub fn sees_all(&self) -> bool {
+        self.view.is_none()
+    }
+
+    /// The chunks idf counts: those the reader may see.
+    pub fn idf_chunks(&self) -> usize {
+        self.view.map_or_else(|| self.n_chunks(), |v| v.n_chunks)
     }
 
     fn have<T>(&self, read: std::result::Result<T, ShardId>, placeholder: T) -> T {
@@ -251,7 +276,26 @@ impl<'a> Corpus<'a> {
     /// BM25 of every chunk holding a query term.
     pub fn bm25(&self, terms: &[QueryTerm]) -> lexical::Scores {
         match self.data {
-            Data::Whole(b) => b.lexical.score(&b.header.analyzer, terms),
+            Data::Whole(b) => match self.view {
+                None => b.lexical.score(&b.header.analyzer, terms),
+                // The readable chunks' postings, with their counts: the scores a bundle of
+                // the readable documents alone gives.
+                Some(v) => {
+                    let lx = &b.lexical;
+                    let lists = lexical::unique_weighted(terms).into_iter().filter_map(
+                        |(term, weight, group)| {
+                            let i = lx.term_id(term).filter(|&i| v.df(i) > 0)?;
+                            let postings = lx.postings[i]
+                                .iter()
+                                .filter(|&(c, _)| v.sees_chunk(c))
+                                .map(|(c, tf)| (c, tf, lx.chunk_lengths[c as usize]));
+                            Some((v.df(i), weight, group, postings))
+                        },
+                    );
+                    let n = lx.chunk_lengths.len();
+                    lexical::bm25(&b.header.analyzer, n, v.n_chunks, v.avg_len, lists)
+                }
+            },
             Data::Split(s) => {
                 let lists: Vec<_> = lexical::unique_weighted(terms)
                     .into_iter()
@@ -259,6 +303,7 @@ impl<'a> Corpus<'a> {
                     .collect();
                 lexical::bm25(
                     &s.header().analyzer,
+                    s.n_chunks(),
                     s.n_chunks(),
                     s.core.avg_chunk_len,
                     lists
@@ -273,7 +318,20 @@ impl<'a> Corpus<'a> {
     /// when more than `cap` do.
     pub fn terms_with_prefix(&self, prefix: &str, cap: usize) -> Vec<(&'a str, usize)> {
         let found = match self.data {
-            Data::Whole(b) => b.lexical.terms_with_prefix(prefix, cap),
+            Data::Whole(b) => match self.view {
+                None => b.lexical.terms_with_prefix(prefix, cap),
+                Some(v) => {
+                    let lx = &b.lexical;
+                    let from = lx.terms.partition_point(|t| t.as_str() < prefix);
+                    let to = from + lx.terms[from..].partition_point(|t| t.starts_with(prefix));
+                    let readable: Vec<(&str, usize)> = (from..to)
+                        .filter(|&i| v.df(i) > 0)
+                        .map(|i| (lx.terms[i].as_str(), v.df(i)))
+                        .take(cap + 1)
+                        .collect();
+                    (readable.len() <= cap).then_some(readable)
+                }
+            },
             Data::Split(s) => s.terms_with_prefix(prefix, cap).unwrap_or_else(|missing| {
                 missing.into_iter().for_each(|m| self.need(m));
                 None
@@ -285,7 +343,10 @@ impl<'a> Corpus<'a> {
     /// Number of chunks containing `term`.
     pub fn doc_freq(&self, term: &str) -> usize {
         match self.data {
-            Data::Whole(b) => b.lexical.doc_freq(term),
+            Data::Whole(b) => match self.view {
+                None => b.lexical.doc_freq(term),
+                Some(v) => b.lexical.term_id(term).map_or(0, |i| v.df(i)),
+            },
             Data::Split(s) => self.have(s.postings(term), None).map_or(0, |p| p.tfs.len()),
         }
     }
@@ -304,7 +365,7 @@ impl<'a> Corpus<'a> {
     }
 
     fn ideal(&self, terms: &[QueryTerm], weighted: bool) -> f32 {
-        let n = self.n_chunks();
+        let n = self.idf_chunks();
         let mut best: std::collections::BTreeMap<&str, f32> = Default::default();
         for t in terms {
             let w = if weighted { t.weight } else { 1.0 };
@@ -322,7 +383,8 @@ impl<'a> Corpus<'a> {
             Data::Whole(b) => &b.lexical.postings[b.lexical.term_id(term)?].chunk_deltas,
             Data::Split(s) => &self.have(s.postings(term), None)?.chunk_deltas,
         };
-        Some(lexical::chunks(deltas.iter()))
+        let view = self.view;
+        Some(lexical::chunks(deltas.iter()).filter(move |&c| view.is_none_or(|v| v.sees_chunk(c))))
     }
 
     /// The first `k` chunks (in chunk order) that contain `term`.
@@ -388,13 +450,19 @@ impl<'a> Corpus<'a> {
     pub fn correction_candidates(&self, words: &[&str]) -> Vec<(&'a str, usize)> {
         match self.data {
             _ if words.is_empty() => Vec::new(),
-            Data::Whole(b) => b
-                .lexical
-                .terms
-                .iter()
-                .zip(&b.lexical.postings)
-                .map(|(t, p)| (t.as_str(), p.tfs.len()))
-                .collect(),
+            Data::Whole(b) => match self.view {
+                None => b
+                    .lexical
+                    .terms
+                    .iter()
+                    .zip(&b.lexical.postings)
+                    .map(|(t, p)| (t.as_str(), p.tfs.len()))
+                    .collect(),
+                Some(v) => (0..b.lexical.terms.len())
+                    .filter(|&i| v.df(i) > 0)
+                    .map(|i| (b.lexical.terms[i].as_str(), v.df(i)))
+                    .collect(),
+            },
             Data::Split(s) => {
                 let mut out: Vec<(&str, usize)> = Vec::new();
                 for i in correction_shards(words, s.core.vocab_shards) {
@@ -423,7 +491,7 @@ mod tests {
     use super::*;
     use crate::bundle::split::{self, CORE_FILE};
 
-    const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/bundles/v8-coded.bundle");
+    const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/bundles/v10-coded.bundle");
 
     /// The same bundle whole and split (every file added).
     fn both() -> [Data; 2] {

@@ -249,7 +249,7 @@ pub fn expand(corpus: &Corpus, query: &str, tokens: &[Token]) -> Vec<QueryTerm> 
             };
             (cand, weight, df)
         });
-        out.extend(stand_ins(corpus.n_chunks(), &t.term, close));
+        out.extend(stand_ins(corpus.idf_chunks(), &t.term, close));
     }
     // The word being typed: the query ends inside it.
     if let Some(last) = tokens.last() {
@@ -271,7 +271,7 @@ pub fn expand(corpus: &Corpus, query: &str, tokens: &[Token]) -> Vec<QueryTerm> 
             let completions = best
                 .into_iter()
                 .map(|(Reverse(df), t)| (t, PREFIX_WEIGHT, df));
-            out.extend(stand_ins(corpus.n_chunks(), &last.term, completions));
+            out.extend(stand_ins(corpus.idf_chunks(), &last.term, completions));
         }
     }
     out

@@ -1,4 +1,4 @@
-//! Scope: which documents a request may see (filters, `workspacePath`).
+//! Scope: which documents a request may see (its reader's access, filters, `workspacePath`).
 //!
 //! Filters act on documents, so they are evaluated once per document into a mask before
 //! retrieval; retrievers then skip masked chunks instead of dropping results afterwards,
@@ -20,14 +20,19 @@ pub struct DocMask {
 impl DocMask {
     /// Reads every document when the scope is restricted (a split bundle's `docs.bin`).
     pub fn new(corpus: &Corpus, scope: &Scope) -> DocMask {
-        if scope.is_empty() {
+        if scope.is_empty() && corpus.sees_all() {
             return DocMask {
                 allowed: None,
                 chunks_in_scope: corpus.n_chunks(),
             };
         }
+        // Documents the reader may not see are out of every scope ([`super::access`]).
         let documents = corpus.all_documents();
-        let allowed: Vec<bool> = documents.iter().map(|d| in_scope(d, scope)).collect();
+        let allowed: Vec<bool> = documents
+            .iter()
+            .enumerate()
+            .map(|(d, doc)| corpus.sees_doc(d as u32) && in_scope(doc, scope))
+            .collect();
         let chunks_in_scope = documents
             .iter()
             .zip(&allowed)

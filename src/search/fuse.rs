@@ -686,7 +686,7 @@ mod tests {
 
     #[test]
     fn the_head_is_the_whole_ranking_cut_to_its_first_documents() {
-        const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/bundles/v8-coded.bundle");
+        const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/bundles/v10-coded.bundle");
         let bundle = crate::bundle::decode(FIXTURE).unwrap();
         // Split too: its walk from chunk to document is its own.
         let files = crate::bundle::split::split(&bundle, FIXTURE).unwrap();
@@ -737,7 +737,9 @@ mod tests {
                     let df = postings.len();
                     let lists = std::iter::once((df, 1.0, 0, postings.into_iter()));
                     Matches::Lexical {
-                        bm25: crate::index::lexical::bm25(&cfg, n as usize, 10.0, lists),
+                        bm25: crate::index::lexical::bm25(
+                            &cfg, n as usize, n as usize, 10.0, lists,
+                        ),
                         ideal: 2.5,
                     }
                 }

@@ -9,6 +9,7 @@
 //! [`rank`] or [`rerank`]) → returned ([`present`], [`suggest`]). Invalid input is refused
 //! before any index is read.
 
+pub mod access;
 pub mod corpus;
 pub mod distance;
 pub mod documents;
@@ -36,6 +37,7 @@ use crate::embed::{Embedder, ModelFiles};
 use crate::error::{Error, Result};
 use corpus::{Corpus, Data};
 
+pub use access::Access;
 pub use fuse::Fusion;
 pub use request::{Filters, Mode, SearchRequest, MAX_QUERY_CHARS};
 #[cfg(not(target_arch = "wasm32"))]
@@ -163,6 +165,8 @@ pub struct Engine {
     positions: Vec<u32>,
     options: EngineOptions,
     calibration: Calibration,
+    /// What each reader may see of a bundle that restricts some documents ([`access`]).
+    views: access::Views,
 }
 
 impl Engine {
@@ -248,6 +252,7 @@ impl Engine {
             positions,
             options: EngineOptions::default(),
             calibration: Calibration::default(),
+            views: access::Views::default(),
         }
     }
 
@@ -494,7 +499,9 @@ impl Engine {
             plan.mode = Mode::Fulltext;
             plan.rerank = false;
         }
-        let corpus = Corpus::new(&self.data);
+        // The reader's part of the bundle: the rest is as if it were not there.
+        let view = self.views.get(self.data.whole(), &req.access);
+        let corpus = Corpus::new(&self.data).seen_through(view.as_ref().as_ref());
         request::check_project(&plan, corpus.header())?;
         // Analyze: the query's words, and the mode that runs.
         let tokens = self.analyzer.query_tokens(&plan.query);

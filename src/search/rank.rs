@@ -77,7 +77,7 @@ pub fn features(
     pool: &[Hit],
 ) -> Vec<[f32; N_FEATURES]> {
     let corpus = r.corpus;
-    let n = corpus.n_chunks();
+    let n = corpus.idf_chunks();
     // Distinct terms (at most MAX_TERMS), their idf and Σ idf.
     let distinct: Vec<&str> = lexical::unique(query.terms)
         .into_iter()

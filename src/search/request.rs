@@ -95,6 +95,11 @@ pub struct SearchRequest {
     /// contract's JSON (a request naming it is refused as an unknown field).
     #[serde(skip)]
     pub by_document: bool,
+    /// Whom the request is answered for, which decides the documents it may see when the
+    /// bundle restricts some ([`super::access`]). Set by the host, never by the request:
+    /// not part of the contract's JSON (a request naming it is refused as an unknown field).
+    #[serde(skip)]
+    pub access: super::Access,
 }
 
 /// Restrictions on which documents may match. Within a list any value matches (OR); the

@@ -167,7 +167,7 @@ mod tests {
     fn stored_surface_forms_are_what_the_chunks_give() {
         use crate::search::corpus::{Corpus, Data};
         let bundle = crate::bundle::decode(include_bytes!(
-            "../../tests/fixtures/bundles/v8-coded.bundle"
+            "../../tests/fixtures/bundles/v10-coded.bundle"
         ))
         .unwrap();
         let forms = crate::bundle::split::surface_forms(&bundle).unwrap();

@@ -15,6 +15,19 @@ target/release/index-builder split "$work/fixtures.bundle" --out "$work/fixtures
 # A second collection for another project (fulltext only is enough to tell them apart).
 target/release/index-builder build tests/fixtures/site --out "$work/other.bundle" --no-embeddings \
   --project docloupe/other --quiet >/dev/null
+# The same documents for a team whose bundle restricts some to groups of readers
+# (`--access`): ru/ for ru-team, en/caching.md for ops or sre.
+cat > "$work/access.toml" <<'TOML'
+[[rule]]
+paths = ["ru/"]
+groups = ["ru-team"]
+
+[[rule]]
+paths = ["en/caching.md"]
+groups = ["ops", "sre"]
+TOML
+target/release/index-builder build tests/fixtures/docs --out "$work/team.bundle" --model "$MODEL_DIR" \
+  --project docloupe/team --access "$work/access.toml" --quiet >/dev/null
 # The same bundle with one byte flipped in its body: a checksum failure when loaded.
 python3 - "$work/fixtures.bundle" "$work/corrupt.bundle" <<'PY'
 import sys

@@ -2,7 +2,8 @@
 // limits, the bounded pool's 503, the query log, the metrics, graceful shutdown, and MCP over
 // streamable HTTP through the official TypeScript SDK's client, with and without a token.
 // Run by tests/mcp/run.sh (env DOCLOUPE_MCP_WORK: fixtures.bundle (docloupe/fixtures),
-// other.bundle (docloupe/other), corrupt.bundle; DOCLOUPE_MODEL_DIR).
+// other.bundle (docloupe/other), team.bundle (docloupe/team: the fixtures with ru/ for group
+// ru-team and en/caching.md for ops or sre), corrupt.bundle; DOCLOUPE_MODEL_DIR).
 import { test, after } from 'node:test';
 import { spawn, execFileSync } from 'node:child_process';
 import assert from 'node:assert/strict';
@@ -27,13 +28,20 @@ const BIN = path.join(ROOT, 'target/release/docloupe');
 const BUNDLE = path.join(WORK, 'fixtures.bundle');
 const OTHER = path.join(WORK, 'other.bundle');
 const CORRUPT = path.join(WORK, 'corrupt.bundle');
+const TEAM = path.join(WORK, 'team.bundle');
 const SEARCH = '/v1/search/docs/query';
 const DOCUMENTS = '/v1/search/documents';
 const FEEDBACK = '/v1/feedback';
 const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
 
 const sha = (t) => crypto.createHash('sha256').update(t).digest('hex');
-const TOKENS = { anna: 'anna-7f3c9d-token', bob: 'bob-2a81e0-token', ops: 'ops-c55b1e-token' };
+const TOKENS = {
+  anna: 'anna-7f3c9d-token',
+  bob: 'bob-2a81e0-token',
+  ops: 'ops-c55b1e-token',
+  carol: 'carol-91d0aa-token',
+  dave: 'dave-0b7e42-token',
+};
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docloupe-serve-'));
 const tokensFile = path.join(dir, 'tokens.toml');
 fs.writeFileSync(
@@ -56,6 +64,21 @@ name = "ops"
 token_sha256 = "${sha(TOKENS.ops)}"
 rate_limit = 0
 metrics = true
+
+# carol (group sre) and dave (no group): the team's bundle, inside which carol sees
+# en/caching.md and dave does not; neither sees ru/.
+[[user]]
+name = "carol"
+token_sha256 = "${sha(TOKENS.carol)}"
+projects = ["docloupe/team"]
+groups = ["sre"]
+rate_limit = 0
+
+[[user]]
+name = "dave"
+token_sha256 = "${sha(TOKENS.dave)}"
+projects = ["docloupe/team"]
+rate_limit = 0
 `,
 );
 
@@ -402,6 +425,66 @@ test('reload: a rebuilt bundle is picked up without a restart; a bad one leaves 
   const metrics = await (await get(s, '/metrics')).text();
   assert.match(metrics, /docloupe_bundle_generation\{[^}]*live\.bundle"\} 2/);
   assert.match(metrics, /docloupe_bundle_reload_failures_total 1/);
+  s.child.kill('SIGTERM');
+  await s.exited;
+});
+
+test("access labels: each user finds the documents their groups open, and nothing reveals the others", async () => {
+  const s = await start(['--tokens', tokensFile], { bundles: [BUNDLE, TEAM] });
+  const paths = (body) => [...new Set(body.results.map((r) => r.documentPath))];
+  const ask = async (user, body, p = SEARCH) => {
+    const r = await post(s, p, { projectId: 'docloupe/team', ...body }, user);
+    assert.equal(r.status, 200, `${user}: ${JSON.stringify(body)}`);
+    return r.json();
+  };
+  // Hybrid with the models: carol (sre) finds the caching page, dave never.
+  const q = { query: 'how big can the cache be', mode: 'hybrid', limit: 10 };
+  assert.equal((await ask('carol', q)).results[0].documentPath, 'en/caching.md');
+  const daves = await ask('dave', q);
+  assert.ok(!paths(daves).includes('en/caching.md') && paths(daves).every((p) => !p.startsWith('ru/')), JSON.stringify(paths(daves)));
+  // A word only restricted pages hold: no result, no total, no facet count.
+  for (const [user, query] of [['dave', 'database'], ['dave', 'размер кэша'], ['carol', 'размер кэша']]) {
+    const r = await ask(user, { query, mode: 'fulltext' });
+    assert.deepEqual([r.total, r.results.length, r.facets.documentTypes], [0, 0, {}], `${user}: ${query}`);
+  }
+  const carols = await ask('carol', { query: 'database', mode: 'fulltext' });
+  assert.deepEqual(paths(carols), ['en/caching.md']);
+  // A misspelling of it is neither corrected nor suggested to dave; carol gets both.
+  const typo = { query: 'invalidaton', mode: 'fulltext' };
+  const d = await ask('dave', typo);
+  assert.deepEqual([d.total, d.suggestions], [0, []]);
+  const c = await ask('carol', typo);
+  assert.deepEqual([paths(c)[0], c.suggestions[0]], ['en/caching.md', 'invalidation']);
+  // The same through search_documents, the GET form and MCP over HTTP.
+  const docs = await post(s, DOCUMENTS, { query: 'database', project: 'docloupe/team', search_mode: 'fulltext' }, 'dave');
+  assert.equal(docs.status, 200);
+  assert.deepEqual((await docs.json()).results, []);
+  const viaGet = await (await get(s, `${SEARCH}?q=database&mode=fulltext&project=docloupe/team`, 'dave')).json();
+  assert.equal(viaGet.total, 0);
+  const transport = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: auth('dave') } });
+  const client = new Client({ name: 'docloupe-serve-tests', version: '1.0.0' });
+  await client.connect(transport);
+  const mcp = await client.callTool({ name: 'search_docs', arguments: { query: 'database', mode: 'fulltext', projectId: 'docloupe/team' } });
+  assert.equal(mcp.structuredContent.total, 0);
+  await client.close();
+  // The cache: carol's answer is kept for carol, never handed to dave.
+  const cached = { query: 'where is the cache size set', mode: 'hybrid', limit: 5 };
+  const first = await post(s, SEARCH, { projectId: 'docloupe/team', ...cached }, 'carol');
+  const again = await post(s, SEARCH, { projectId: 'docloupe/team', ...cached }, 'carol');
+  assert.deepEqual([first.headers.get('x-docloupe-cache'), again.headers.get('x-docloupe-cache')], ['miss', 'hit']);
+  assert.ok(paths(await again.json()).includes('en/caching.md'));
+  const his = await post(s, SEARCH, { projectId: 'docloupe/team', ...cached }, 'dave');
+  assert.equal(his.headers.get('x-docloupe-cache'), 'miss');
+  assert.ok(!paths(await his.json()).includes('en/caching.md'));
+  s.child.kill('SIGTERM');
+  await s.exited;
+});
+
+test('an open server shows no document that access labels restrict', async () => {
+  const s = await start([], { bundles: [TEAM] });
+  const r = await (await post(s, SEARCH, { query: 'install the server database cache', mode: 'fulltext', limit: 20 })).json();
+  const p = r.results.map((x) => x.documentPath);
+  assert.ok(p.includes('en/install.md') && !p.includes('en/caching.md') && p.every((x) => !x.startsWith('ru/')), JSON.stringify(p));
   s.child.kill('SIGTERM');
   await s.exited;
 });

@@ -56,6 +56,8 @@ pub struct BuildConfig {
     pub formats: Option<Vec<crate::ingest::Format>>,
     /// What converting one PDF, DOCX or spreadsheet may take (a child process each).
     pub convert_limits: crate::isolate::Limits,
+    /// `--access`: which groups may read which documents, by path.
+    pub access: Option<crate::access::AccessRules>,
 }
 
 /// Which embedding model a build uses.
@@ -105,6 +107,8 @@ pub struct IngestResult {
     pub documents_chunked: usize,
     /// Documents matched to an entry of `--references`.
     pub documents_cited: usize,
+    /// Documents only some groups of readers may see (`--access`, front matter `access:`).
+    pub documents_restricted: usize,
     pub warnings: Vec<String>,
     /// Files of no format the builder reads, counted by extension (`--list-skipped` names
     /// each in `warnings`).
@@ -283,7 +287,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
     // of the text, as `reuse` keys its vectors.
     let mut embedded: HashMap<[u8; 32], Embedding> = HashMap::new();
     let (mut chunks_embedded, mut chunks_reused, mut chunks_shared) = (0, 0, 0);
-    let (mut documents_chunked, mut documents_cited) = (0, 0);
+    let (mut documents_chunked, mut documents_cited, mut documents_restricted) = (0, 0, 0);
     let mut metadata_warnings = Vec::new();
     let bar = progress_bar(cfg.progress, files.len() as u64, "building");
     let batch_files = cfg.batch_files.max(1);
@@ -394,9 +398,11 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
                     embedding: vectors.next().expect("one vector slot per chunk"),
                 })
                 .collect();
+            let restricted = !doc.access.is_empty();
             match bundle.add(doc) {
                 Ok(()) => {
                     documents_cited += usize::from(cited);
+                    documents_restricted += usize::from(restricted);
                     documents_chunked += usize::from(chunked);
                 }
                 // One document the bundle cannot hold: skipped, as any other unreadable one.
@@ -449,6 +455,7 @@ pub fn run(mut cfg: BuildConfig) -> Result<IngestResult> {
         chunks_shared,
         documents_chunked,
         documents_cited,
+        documents_restricted,
         warnings,
         unknown_types_skipped: unread_types,
         metadata_warnings,
@@ -577,6 +584,20 @@ fn plan_document(
     } = converted;
     let paged = !conversion.page_map.pages.is_empty();
     let doc = conversion.doc;
+    // Who may read it: the access file's rule for its path, and the page's own `access:`.
+    // A page whose `access:` cannot be read is left out, never indexed for every reader.
+    if let Some(why) = &doc.front.access_error {
+        warnings.push(format!("{}: skipped, {why}", file.rel));
+        return None;
+    }
+    let access: Vec<Vec<String>> = cfg
+        .access
+        .as_ref()
+        .and_then(|rules| rules.groups_for(&file.rel))
+        .map(<[String]>::to_vec)
+        .into_iter()
+        .chain(doc.front.access.clone())
+        .collect();
     let chunks = match previous.plan(&file.rel, &conversion.doc_id) {
         Some(plan) => plan,
         None => plan_chunks(&doc, paged, max_tokens, counter),
@@ -608,6 +629,7 @@ fn plan_document(
         tags,
         lang,
         citation: None,
+        access,
         chunks: Vec::new(),
     };
     Some((source, chunks, doc.front.citekey))

@@ -124,6 +124,14 @@ pub struct FrontMatter {
     pub lang: Option<Language>,
     /// The document's entry in `--references` (`citekey`, `citation-key` or `citation_key`).
     pub citekey: Option<String>,
+    /// The groups that may read the page (`access: hr` or `access: [hr, legal]`): one of
+    /// them is needed, on top of what `--access` asks of its path.
+    #[serde(default)]
+    pub access: Option<Vec<String>>,
+    /// Why an `access:` the page names could not be read: such a page is skipped, never
+    /// indexed for every reader.
+    #[serde(default)]
+    pub access_error: Option<String>,
 }
 
 /// A run of text from one top-level markdown block.
@@ -642,6 +650,22 @@ pub(super) fn yaml_refusal(yaml: &str) -> Option<String> {
 }
 
 pub(super) fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> FrontMatter {
+    let mut front = read_front_matter(yaml, warnings, rel);
+    // Front matter that was not loaded whole may have lost an `access:` (a list, or a value
+    // past the line that broke it): a page that names one is not indexed for everyone.
+    let names_access = yaml.lines().any(|l| {
+        let l = l.trim_start_matches(['"', '\'']);
+        l.strip_prefix("access")
+            .is_some_and(|rest| rest.trim_start_matches(['"', '\'']).starts_with(':'))
+    });
+    if front.access.is_none() && front.access_error.is_none() && names_access {
+        front.access_error =
+            Some("its front matter names `access:`, which could not be read".into());
+    }
+    front
+}
+
+fn read_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &str) -> FrontMatter {
     let loaded = match yaml_refusal(yaml) {
         Some(why) => Err(why),
         None => YamlLoader::load_from_str(yaml).map_err(|e| format!("it is not valid YAML ({e})")),
@@ -714,7 +738,13 @@ pub(super) fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &s
     tags.retain(|t| !t.is_empty());
     tags.sort();
     tags.dedup();
+    let (access, access_error) = match front_matter_access(&doc["access"]) {
+        Ok(a) => (a, None),
+        Err(why) => (None, Some(why)),
+    };
     FrontMatter {
+        access,
+        access_error,
         title: text("title"),
         description: text("description"),
         date_source: (date.is_some() || created.is_some())
@@ -730,6 +760,37 @@ pub(super) fn parse_front_matter(yaml: &str, warnings: &mut Vec<String>, rel: &s
             .iter()
             .find_map(|k| text(k)),
     }
+}
+
+/// The groups of an `access:` key: a name, names separated by commas or spaces, or a list of
+/// names; `None` without the key. Anything else (a number, a mapping, an empty list, a name
+/// that cannot be a group) is an error, which skips the page.
+fn front_matter_access(value: &Yaml) -> Result<Option<Vec<String>>, String> {
+    let names: Vec<String> = match value {
+        Yaml::BadValue => return Ok(None),
+        Yaml::String(s) => s
+            .split([',', ' '])
+            .filter(|g| !g.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        Yaml::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or(()))
+            .collect::<Result<_, ()>>()
+            .map_err(|()| "`access:` lists something that is not a group name".to_owned())?,
+        _ => return Err("`access:` must be a group name or a list of them".into()),
+    };
+    if names.is_empty() {
+        return Err("`access:` names no group".into());
+    }
+    if let Some(bad) = names.iter().find(|g| !docloupe::bundle::valid_group(g)) {
+        let bad: String = bad.chars().take(70).collect();
+        return Err(format!(
+            "`access:` group {bad:?} is not a group name (1 to {} letters, digits, '-', '_', '.', '@')",
+            docloupe::bundle::MAX_GROUP_CHARS
+        ));
+    }
+    Ok(Some(names))
 }
 
 /// A date from a file's own metadata (PDF info, Office and OpenDocument properties),

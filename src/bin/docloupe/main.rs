@@ -165,9 +165,50 @@ struct SearchArgs {
     /// whose answers equal the portable wasm package's byte for byte; 2–4× slower).
     #[arg(long, default_value = "fast")]
     kernels: docloupe::embed::Kernels,
+    #[command(flatten)]
+    access: AccessArgs,
     /// The query (several words are joined with spaces).
     #[arg(required_unless_present = "jsonl")]
     query: Vec<String>,
+}
+
+/// Whom a command searches for, in a bundle that restricts documents to groups of readers
+/// (`index-builder build --access`): without these, documents without access labels only.
+#[derive(clap::Args, Clone, Default)]
+pub(crate) struct AccessArgs {
+    /// Search as a reader in these groups (comma-separated): restricted documents that one
+    /// of them opens are found too.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "GROUPS",
+        conflicts_with = "all_groups"
+    )]
+    groups: Vec<String>,
+    /// Search every document, restricted or not (the bundle's owner).
+    #[arg(long)]
+    all_groups: bool,
+}
+
+impl AccessArgs {
+    pub(crate) fn access(&self) -> Result<docloupe::Access> {
+        if self.all_groups {
+            return Ok(docloupe::Access::Everything);
+        }
+        if let Some(bad) = self
+            .groups
+            .iter()
+            .find(|g| !docloupe::bundle::valid_group(g))
+        {
+            anyhow::bail!("--groups: {bad:?} is not a group name");
+        }
+        Ok(docloupe::Access::groups(self.groups.clone()))
+    }
+
+    /// Whether the command searches as anyone but a reader without groups.
+    fn named(&self) -> bool {
+        self.all_groups || !self.groups.is_empty()
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -389,9 +430,16 @@ fn search(args: SearchArgs) -> Result<()> {
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut ask = |req: &docloupe::SearchRequest| match &folder {
-        Some(dir) => engine.search_fetching(req, |name| read_piece(dir, name)),
-        None => engine.search_guarded(req),
+    let access = args.access.access()?;
+    let mut ask = |req: &docloupe::SearchRequest| {
+        let req = &docloupe::SearchRequest {
+            access: access.clone(),
+            ..req.clone()
+        };
+        match &folder {
+            Some(dir) => engine.search_fetching(req, |name| read_piece(dir, name)),
+            None => engine.search_guarded(req),
+        }
     };
     if args.jsonl {
         return batch(&mut ask, &mut out);
@@ -492,7 +540,13 @@ fn print_answer(
 /// daemon not turned off.
 #[cfg(unix)]
 fn daemon_config(args: &SearchArgs, needs_model: bool) -> Option<daemon::Config> {
-    if args.jsonl || !needs_model || cfg!(feature = "calibration") || !daemon::enabled() {
+    // The daemon answers readers without groups (the request's access is not on its wire).
+    if args.jsonl
+        || !needs_model
+        || cfg!(feature = "calibration")
+        || !daemon::enabled()
+        || args.access.named()
+    {
         return None;
     }
     let bundle = std::fs::canonicalize(&args.bundle).ok()?;

@@ -69,6 +69,14 @@ impl SplitBundle {
         let core: Core = decode_exact(payload, CORE_FILE)?;
         let corrupt = |m: &str| Err(Error::Corrupt(format!("{CORE_FILE}: {m}")));
         core.header.analyzer.validate()?;
+        if core
+            .header
+            .sections
+            .iter()
+            .any(|s| s.kind == crate::bundle::SectionKind::Access)
+        {
+            return corrupt("a split layout never holds restricted documents");
+        }
         if !(core.avg_chunk_len.is_finite() && core.avg_chunk_len >= 1.0) {
             return corrupt("the average chunk length is not a length");
         }

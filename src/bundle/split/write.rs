@@ -76,6 +76,16 @@ pub fn split_into(
     sizes: ShardSizes,
     mut sink: impl FnMut(String, Vec<u8>) -> Result<()>,
 ) -> Result<()> {
+    // A static host hands every file to whoever asks: a restricted document's text would be
+    // there for anyone to read.
+    if let Some(access) = &bundle.access {
+        return Err(Error::Encode(format!(
+            "{} documents of this bundle are restricted to groups of readers (index-builder \
+             build --access); a split layout is served file by file to anyone, so it is not \
+             cut from it: serve the bundle with `docloupe serve --tokens`",
+            access.documents.len()
+        )));
+    }
     let bundle_id: [u8; 32] = Sha256::digest(bytes).into();
     let tag = bundle_tag(&bundle_id);
     let mut add = |shard: ShardId, file: Vec<u8>| sink(shard.file_name(), file);

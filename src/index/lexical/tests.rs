@@ -66,6 +66,7 @@ fn a_chunk_scores_the_sum_of_each_words_best_term() {
     let got = bm25(
         &cfg,
         n,
+        n,
         10.0,
         lists
             .into_iter()
@@ -121,6 +122,7 @@ fn scores_through_the_length_table_are_the_formulas() {
         let got = bm25(
             &cfg,
             n,
+            n,
             avg,
             std::iter::once((3, 1.0, 0, postings.clone().into_iter())),
         );
@@ -152,6 +154,7 @@ fn score_tables_come_back_cleared() {
         let s = bm25(
             &cfg,
             n,
+            n,
             10.0,
             std::iter::once((expect.len(), 1.0, 0, postings.into_iter())),
         );
@@ -177,6 +180,7 @@ fn scores_read_back_by_range_in_chunk_order() {
     let cfg = unweighted();
     let mut s = bm25(
         &cfg,
+        n,
         n,
         10.0,
         std::iter::once((11, 1.0, 0, postings.into_iter())),

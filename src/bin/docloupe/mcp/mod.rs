@@ -51,6 +51,8 @@ pub struct McpArgs {
     /// the vectors stay).
     #[arg(long, default_value_t = 256, value_name = "MiB")]
     split_memory_mib: usize,
+    #[command(flatten)]
+    access: crate::AccessArgs,
 }
 
 pub fn serve(args: McpArgs) -> Result<()> {
@@ -80,6 +82,7 @@ pub fn serve(args: McpArgs) -> Result<()> {
             user: None,
             scope,
             limiter: Arc::new(Mutex::new(Bucket::new(args.rate_limit))),
+            access: args.access.access()?,
         })),
         pool: None,
     };

@@ -1,6 +1,7 @@
 //! Who is asking: a bearer token looked up by its SHA-256 in the tokens file (the file never
 //! holds a token), or, on a server started without `--tokens`, the client's address (for its
-//! rate limit only: an open server lets every client search every bundle).
+//! rate limit only: an open server lets every client search every bundle, and shows no
+//! document that access labels restrict).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -35,6 +36,10 @@ struct UserEntry {
     /// Whether the user may read `/metrics` (which names every served bundle).
     #[serde(default)]
     metrics: bool,
+    /// The groups the user is in: inside a bundle built with access labels they see the
+    /// documents without labels and those their groups open (absent: no group).
+    #[serde(default)]
+    groups: Vec<String>,
 }
 
 /// A known user.
@@ -98,6 +103,12 @@ impl Users {
                     Scope::Hidden(projects)
                 }
             };
+            if let Some(g) = u.groups.iter().find(|g| !docloupe::bundle::valid_group(g)) {
+                bail!(
+                    "{at}: group {g:?} is not a group name (1 to {} letters, digits, '-', '_', '.', '@')",
+                    docloupe::bundle::MAX_GROUP_CHARS
+                );
+            }
             let user = User {
                 caller: Arc::new(Caller {
                     user: Some(u.name),
@@ -105,6 +116,7 @@ impl Users {
                     limiter: Arc::new(Mutex::new(Bucket::new(
                         u.rate_limit.unwrap_or(default_rate),
                     ))),
+                    access: docloupe::Access::groups(u.groups),
                 }),
                 metrics: u.metrics,
             };
@@ -145,6 +157,9 @@ impl Users {
                             user: None,
                             scope: Scope::All,
                             limiter: Arc::new(Mutex::new(Bucket::new(*per_minute))),
+                            // Without tokens nobody is known to be in a group: documents
+                            // with access labels are never shown.
+                            access: docloupe::Access::Public,
                         })
                     })
                     .clone();

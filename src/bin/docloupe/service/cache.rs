@@ -24,8 +24,15 @@ pub(crate) fn cache_key(caller: &Caller, tool: &str, args: &Value, text: Option<
             list.join("\n")
         }
     };
+    // The documents the caller may see inside a bundle: a user in other groups has other
+    // answers to the same request.
+    let access = match &caller.access {
+        docloupe::Access::Public => String::new(),
+        docloupe::Access::Groups(g) => g.join("\n"),
+        docloupe::Access::Everything => "*".to_owned(),
+    };
     let asked = text.map_or_else(|| args.to_string(), str::to_owned);
-    format!("{scope}\0{tool}\0{asked}")
+    format!("{scope}\0{access}\0{tool}\0{asked}")
 }
 
 struct Entries {
@@ -97,7 +104,36 @@ mod tests {
             user: None,
             scope,
             limiter: Arc::new(Mutex::new(Bucket::new(0))),
+            access: docloupe::Access::Public,
         }
+    }
+
+    #[test]
+    fn callers_in_other_groups_never_share_an_answer() {
+        let args = serde_json::json!({"query": "salaries"});
+        let key = |access: docloupe::Access| {
+            let c = Caller {
+                access,
+                ..caller(Scope::All)
+            };
+            cache_key(&c, "search_docs", &args, None)
+        };
+        let (public, hr, hr_legal, everything) = (
+            key(docloupe::Access::Public),
+            key(docloupe::Access::groups(["hr"])),
+            key(docloupe::Access::groups(["legal", "hr"])),
+            key(docloupe::Access::Everything),
+        );
+        let keys = [&public, &hr, &hr_legal, &everything];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(
+            hr_legal,
+            key(docloupe::Access::groups(["hr", "legal", "hr"]))
+        );
     }
 
     #[test]

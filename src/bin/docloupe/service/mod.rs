@@ -284,6 +284,8 @@ pub(crate) struct Caller {
     pub(crate) user: Option<String>,
     pub(crate) scope: Scope,
     pub(crate) limiter: Arc<Mutex<Bucket>>,
+    /// The documents they may see in a bundle that restricts some to groups of readers.
+    pub(crate) access: docloupe::Access,
 }
 
 impl Caller {
@@ -739,7 +741,12 @@ impl Service {
         let project = args.get("projectId").and_then(Value::as_str);
         let answer = Self::collection(set, caller, project).and_then(|c| match &c.engine {
             Ok(engine) => SearchRequest::from_json(text)
-                .and_then(|req| engine.search(&req))
+                .and_then(|req| {
+                    engine.search(&SearchRequest {
+                        access: caller.access.clone(),
+                        ..req
+                    })
+                })
                 .map_err(|e| Refusal::Contract(ErrorResponse::from(&e))),
             Err(e) => Err(Refusal::Contract(e.clone())),
         });
@@ -803,7 +810,10 @@ impl Service {
         let response: std::result::Result<SearchResponse, ErrorResponse> = match &collection.engine
         {
             Ok(engine) => engine
-                .search(&req.to_search_request())
+                .search(&SearchRequest {
+                    access: caller.access.clone(),
+                    ..req.to_search_request()
+                })
                 .map_err(|e| ErrorResponse::from(&e)),
             Err(e) => Err(e.clone()),
         };
