@@ -109,6 +109,11 @@ pub enum Error {
     /// (the bundle stays as it was before it).
     #[error("{path}: {why}")]
     DocumentRefused { path: String, why: String },
+
+    /// A bundle that restricts documents to groups of readers, opened by a build that cannot
+    /// tell readers apart (the wasm builds): served with `docloupe serve` only.
+    #[error("restricted documents: use docloupe serve")]
+    AccessRestricted,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -163,6 +168,7 @@ impl Error {
             | Error::EmbeddingModelMismatch { .. }
             | Error::ProjectNotFound { .. }
             | Error::SemanticUnavailable(_)
+            | Error::AccessRestricted
             | Error::FilesNeeded(_) => ErrorCode::DocsCollectionUnavailable,
             Error::RerankUnavailable { .. } => ErrorCode::DocsRerankingUnavailable,
             Error::Model(_)
@@ -213,6 +219,7 @@ impl Error {
             Error::SemanticUnavailable(_) => json!({"reason": "EmbeddingModelNotLoaded"}),
             Error::RerankUnavailable { reason, .. } => json!({"reason": reason}),
             Error::FilesNeeded(files) => json!({"reason": "BundleFilesNeeded", "files": files}),
+            Error::AccessRestricted => json!({"reason": "AccessRestricted"}),
             Error::Model(_)
             | Error::Encode(_)
             | Error::DocumentRefused { .. }

@@ -350,9 +350,9 @@ pub fn decode_text(bytes: &[u8]) -> Result<TextSection> {
 /// document at a time ([`PackedDocs`]). The section's checksum is verified; what it holds is
 /// checked as it is read.
 pub fn packed_docs(bytes: &[u8]) -> Result<PackedDocs> {
-    let (version, _, section) = verified_section(bytes, SectionKind::Docs)?;
+    let (_, _, section) = verified_section(bytes, SectionKind::Docs)?;
     let section = section.ok_or_else(|| Error::Corrupt("no docs section".into()))?;
-    PackedDocs::parse(encoding::unwrap(section, "docs")?, version)
+    PackedDocs::parse(encoding::unwrap(section, "docs")?)
 }
 
 /// The format version, the header and section `kind` of a whole bundle in memory (`None`:
@@ -408,7 +408,7 @@ pub(super) fn check_sections_fit(header: &Header, body_start: usize, len: u64) -
 /// checksum-verified bytes of one section (`None`: the bundle has none), each asked for once and
 /// dropped once decoded, so a reader that owns them holds one raw section at a time (the
 /// docs and lexical sections, decoded side by side, together). `version`
-/// is the file's format version (the layout of its docs section). Without `with_vectors` the
+/// is the file's format version (from 10, an access section may follow). Without `with_vectors` the
 /// vectors are not decoded, and asked for only when `verify_unread`.
 pub(super) fn decode_sections<'a>(
     header: Header,
@@ -431,12 +431,7 @@ pub(super) fn decode_sections<'a>(
     );
     let docs = || -> Result<DocsSection> {
         let raw = inflated(docs_raw, SectionKind::Docs)?;
-        // Format 8's documents have no `date_source`.
-        let docs: DocsIn<super::model::Document> = if version >= 9 {
-            decode_exact(&raw, "docs")?
-        } else {
-            decode_exact::<DocsIn<super::model::DocumentV8>>(&raw, "docs")?.current()
-        };
+        let docs: DocsIn = decode_exact(&raw, "docs")?;
         let chunks = unpack(&docs.documents, 0, docs.chunks, budget_for(raw.len()))
             .map_err(Error::Corrupt)?;
         Ok(DocsSection::new(docs.documents, chunks))
@@ -461,17 +456,7 @@ pub(super) fn decode_sections<'a>(
         }
         (false, false) => None,
     };
-    // Format 9 and older have no access section; a bundle of theirs that holds one is not
-    // what any builder wrote.
-    let access: Option<AccessSection> = match section(SectionKind::Access)? {
-        Some(_) if version < 10 => {
-            return Err(Error::Corrupt(format!(
-                "format {version} has no access section"
-            )))
-        }
-        Some(raw) => Some(decode_exact(&raw, "access")?),
-        None => None,
-    };
+    let access = access_section_of(section(SectionKind::Access)?, version)?;
     let bundle = Bundle {
         header,
         docs,
@@ -482,6 +467,26 @@ pub(super) fn decode_sections<'a>(
     };
     validate(&bundle, with_vectors)?;
     Ok(bundle)
+}
+
+/// The access section's bytes decoded (checked in `validate`). Format 9 and older have none:
+/// one in such a file is not what any builder wrote. A build without the `access` feature
+/// cannot tell readers apart, so it refuses a bundle that restricts documents.
+fn access_section_of(raw: Option<Cow<'_, [u8]>>, version: u32) -> Result<Option<AccessSection>> {
+    match raw {
+        None => Ok(None),
+        #[cfg(feature = "access")]
+        Some(_) if version < 10 => Err(Error::Corrupt(format!(
+            "format {version} has no access section"
+        ))),
+        #[cfg(feature = "access")]
+        Some(raw) => Ok(Some(decode_exact(&raw, "access")?)),
+        #[cfg(not(feature = "access"))]
+        Some(_) => {
+            let _ = version;
+            Err(Error::AccessRestricted)
+        }
+    }
 }
 
 /// Cross-checks that would otherwise become out-of-bounds panics at query time. Checksums
@@ -580,6 +585,7 @@ fn validate(b: &Bundle, with_vectors: bool) -> Result<()> {
     if let (true, Some(v), Some(model)) = (with_vectors, &b.vectors, &b.header.embedding) {
         v.validate(n_chunks, model.dims as usize)?;
     }
+    #[cfg(feature = "access")]
     if let Some(access) = &b.access {
         access.validate(n_docs)?;
     }

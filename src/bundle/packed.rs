@@ -54,22 +54,12 @@ impl Serialize for Packing<'_> {
     }
 }
 
-/// The `docs` section as read (format 5): `D` is the documents' layout (`Document` from
-/// format 9, `DocumentV8` before).
+/// The `docs` section as read (format 5; its documents in format 9's layout, which every
+/// format read has).
 #[derive(Deserialize)]
-pub(crate) struct DocsIn<D> {
-    pub documents: Vec<D>,
+pub(crate) struct DocsIn {
+    pub documents: Vec<Document>,
     pub chunks: Vec<PackedChunk<'static>>,
-}
-
-impl DocsIn<super::model::DocumentV8> {
-    /// In the current layout.
-    pub(crate) fn current(self) -> DocsIn<Document> {
-        DocsIn {
-            documents: self.documents.into_iter().map(Document::from).collect(),
-            chunks: self.chunks,
-        }
-    }
 }
 
 /// One chunk as written: borrowing from the `ChunkMeta` it packs (at 1.35M chunks, copies
@@ -236,17 +226,11 @@ pub struct PackedDocs {
 }
 
 impl PackedDocs {
-    /// The `docs` section's raw (inflated) bytes: the documents, then every chunk packed;
-    /// `version` is the bundle's format (the documents' layout).
-    pub(crate) fn parse(raw: Vec<u8>, version: u32) -> Result<PackedDocs> {
+    /// The `docs` section's raw (inflated) bytes: the documents, then every chunk packed.
+    pub(crate) fn parse(raw: Vec<u8>) -> Result<PackedDocs> {
         let corrupt = |e: postcard::Error| Error::Corrupt(format!("docs: {e}"));
-        let (documents, rest) = if version >= 9 {
-            postcard::take_from_bytes::<Vec<Document>>(&raw).map_err(corrupt)?
-        } else {
-            let (old, rest) = postcard::take_from_bytes::<Vec<super::model::DocumentV8>>(&raw)
-                .map_err(corrupt)?;
-            (old.into_iter().map(Document::from).collect(), rest)
-        };
+        let (documents, rest) =
+            postcard::take_from_bytes::<Vec<Document>>(&raw).map_err(corrupt)?;
         // A sequence's length, as postcard writes it.
         let (count, mut rest) = postcard::take_from_bytes::<usize>(rest).map_err(corrupt)?;
         let total: u64 = documents.iter().map(|d| d.chunk_count as u64).sum();
@@ -505,7 +489,7 @@ mod tests {
             chunk(2, 0, &["C", "x"], "x"),
             chunk(2, 1, &["C", "x", "y"], "y"),
         ];
-        let read = PackedDocs::parse(raw(&docs, &chunks), crate::bundle::FORMAT_VERSION).unwrap();
+        let read = PackedDocs::parse(raw(&docs, &chunks)).unwrap();
         assert_eq!(read.documents(), docs.as_slice());
         assert_eq!(read.chunks(0).unwrap(), chunks[..3]);
         assert!(read.chunks(1).unwrap().is_empty());
@@ -514,9 +498,7 @@ mod tests {
         let refused = |docs: &[Document], extra: &[u8]| {
             let mut bytes = raw(docs, &chunks);
             bytes.extend_from_slice(extra);
-            PackedDocs::parse(bytes, crate::bundle::FORMAT_VERSION)
-                .unwrap_err()
-                .to_string()
+            PackedDocs::parse(bytes).unwrap_err().to_string()
         };
         let mut gap = docs.clone();
         gap[2].first_chunk = 4;
@@ -526,7 +508,7 @@ mod tests {
         assert!(refused(&docs, &[0]).contains("after the last chunk"));
         let mut short = raw(&docs, &chunks);
         short.truncate(short.len() - 1);
-        assert!(PackedDocs::parse(short, crate::bundle::FORMAT_VERSION).is_err());
+        assert!(PackedDocs::parse(short).is_err());
     }
 
     #[test]

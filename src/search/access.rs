@@ -10,10 +10,10 @@
 //! corrected spelling or suggestion depends on a document the reader may not see: over a
 //! whole bundle the answer is the one a bundle built from the readable documents alone gives.
 
+#[cfg(feature = "access")]
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::bundle::Bundle;
-use crate::index::lexical;
 
 /// Whom a request is answered for. The host sets it (`docloupe serve` from the caller's
 /// token); it is never read from the request's JSON.
@@ -45,23 +45,26 @@ impl Access {
 
 /// What one [`Access`] can read of a whole bundle that restricts some documents to groups
 /// it does not hold, and the statistics BM25 takes over the readable chunks alone.
+#[cfg(feature = "access")]
 #[derive(Debug)]
 pub struct View {
     docs: Vec<bool>,
     /// Readable chunks, one bit each.
     chunks: Vec<u64>,
     /// Readable chunks.
-    pub n_chunks: usize,
-    /// Their average length (as [`lexical::average_length`] takes it).
-    pub avg_len: f32,
+    n_chunks: usize,
+    /// Their average length (as [`crate::index::lexical::average_length`] takes it).
+    avg_len: f32,
     /// Per term of the lexical index: the readable chunks that hold it.
     df: Vec<u32>,
 }
 
+#[cfg(feature = "access")]
 impl View {
     /// `None` when `access` reads every document of `bundle` (a bundle without an access
     /// section, or a reader whose groups open every restricted document).
     pub fn of(bundle: &Bundle, access: &Access) -> Option<View> {
+        use crate::index::lexical;
         let section = bundle.access.as_ref()?;
         let n_docs = bundle.docs.documents.len();
         let docs = match access {
@@ -113,35 +116,73 @@ impl View {
     pub fn df(&self, term: usize) -> usize {
         self.df.get(term).copied().unwrap_or(0) as usize
     }
+
+    /// How many chunks are readable (what idf counts).
+    pub fn n_chunks(&self) -> usize {
+        self.n_chunks
+    }
+
+    /// The readable chunks' average length (what BM25 normalizes by).
+    pub fn avg_len(&self) -> f32 {
+        self.avg_len
+    }
+}
+
+/// Without the `access` feature no bundle with restricted documents loads
+/// ([`crate::Error::AccessRestricted`]), so there is never a view: the type has no values
+/// and the code that reads one compiles away (the lexical wasm's budget).
+#[cfg(not(feature = "access"))]
+#[derive(Debug)]
+pub enum View {}
+
+#[cfg(not(feature = "access"))]
+impl View {
+    pub fn of(_: &Bundle, _: &Access) -> Option<View> {
+        None
+    }
+    pub fn sees_doc(&self, _: u32) -> bool {
+        match *self {}
+    }
+    pub fn sees_chunk(&self, _: u32) -> bool {
+        match *self {}
+    }
+    pub fn df(&self, _: usize) -> usize {
+        match *self {}
+    }
+    pub fn n_chunks(&self) -> usize {
+        match *self {}
+    }
+    pub fn avg_len(&self) -> f32 {
+        match *self {}
+    }
 }
 
 /// The views an engine has made, one per reader's access, kept for the next request of the
 /// same reader (a server answers a few groups of users over and over). Making one reads
 /// every posting once.
+#[cfg(feature = "access")]
 #[derive(Debug, Default)]
-pub(crate) struct Views(Mutex<Vec<(Access, Arc<Option<View>>)>>);
+pub(crate) struct Views(Mutex<Vec<(Access, Option<Arc<View>>)>>);
 
 /// Views kept at most; past that the oldest is made again when next asked for.
+#[cfg(feature = "access")]
 const KEPT_VIEWS: usize = 64;
 
+#[cfg(feature = "access")]
 impl Views {
-    pub(crate) fn get(&self, bundle: Option<&Bundle>, access: &Access) -> Arc<Option<View>> {
-        let Some(bundle) = bundle.filter(|b| b.access.is_some()) else {
-            return Arc::new(None);
-        };
-        if let Some((_, v)) = self.lock().iter().find(|(a, _)| a == access) {
+    /// What `access` reads of `bundle` (`None`: all of it).
+    pub(crate) fn get(&self, bundle: Option<&Bundle>, access: &Access) -> Option<Arc<View>> {
+        let bundle = bundle.filter(|b| b.access.is_some())?;
+        let lock = || self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, v)) = lock().iter().find(|(a, _)| a == access) {
             return v.clone();
         }
-        let view = Arc::new(View::of(bundle, access));
-        let mut kept = self.lock();
+        let view = View::of(bundle, access).map(Arc::new);
+        let mut kept = lock();
         if kept.len() == KEPT_VIEWS {
             kept.remove(0);
         }
         kept.push((access.clone(), view.clone()));
         view
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Access, Arc<Option<View>>)>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -74,6 +74,7 @@ pub struct Corpus<'a> {
     data: &'a Data,
     /// What the request's reader may see of a whole bundle that restricts some documents
     /// (`None`: everything). Every count and vocabulary read below is of that part alone.
+    #[cfg(feature = "access")]
     view: Option<&'a View>,
     /// Files a read needed, in the order first needed.
     missing: RefCell<Vec<ShardId>>,
@@ -86,6 +87,7 @@ impl<'a> Corpus<'a> {
     pub fn new(data: &'a Data) -> Corpus<'a> {
         Corpus {
             data,
+            #[cfg(feature = "access")]
             view: None,
             missing: RefCell::new(Vec::new()),
             corrupt: RefCell::new(None),
@@ -94,22 +96,38 @@ impl<'a> Corpus<'a> {
 
     /// This corpus as a reader with `view` sees it ([`super::access`]).
     pub fn seen_through(self, view: Option<&'a View>) -> Corpus<'a> {
-        Corpus { view, ..self }
+        #[cfg(feature = "access")]
+        return Corpus { view, ..self };
+        #[cfg(not(feature = "access"))]
+        {
+            let _ = view;
+            self
+        }
+    }
+
+    /// The reader's view; always `None` in a build without the `access` feature (which loads
+    /// no bundle with restricted documents), so the code that reads one compiles away.
+    fn view(&self) -> Option<&'a View> {
+        #[cfg(feature = "access")]
+        return self.view;
+        #[cfg(not(feature = "access"))]
+        None
     }
 
     /// Whether the request's reader may see document `d`.
     pub fn sees_doc(&self, d: u32) -> bool {
-        self.view.is_none_or(|v| v.sees_doc(d))
+        self.view().is_none_or(|v| v.sees_doc(d))
     }
 
     /// Whether the reader sees every document.
     pub fn sees_all(&self) -> bool {
-        self.view.is_none()
+        self.view().is_none()
     }
 
     /// The chunks idf counts: those the reader may see.
     pub fn idf_chunks(&self) -> usize {
-        self.view.map_or_else(|| self.n_chunks(), |v| v.n_chunks)
+        self.view()
+            .map_or_else(|| self.n_chunks(), |v| v.n_chunks())
     }
 
     fn have<T>(&self, read: std::result::Result<T, ShardId>, placeholder: T) -> T {
@@ -276,7 +294,7 @@ impl<'a> Corpus<'a> {
     /// BM25 of every chunk holding a query term.
     pub fn bm25(&self, terms: &[QueryTerm]) -> lexical::Scores {
         match self.data {
-            Data::Whole(b) => match self.view {
+            Data::Whole(b) => match self.view() {
                 None => b.lexical.score(&b.header.analyzer, terms),
                 // The readable chunks' postings, with their counts: the scores a bundle of
                 // the readable documents alone gives.
@@ -293,7 +311,7 @@ impl<'a> Corpus<'a> {
                         },
                     );
                     let n = lx.chunk_lengths.len();
-                    lexical::bm25(&b.header.analyzer, n, v.n_chunks, v.avg_len, lists)
+                    lexical::bm25(&b.header.analyzer, n, v.n_chunks(), v.avg_len(), lists)
                 }
             },
             Data::Split(s) => {
@@ -318,7 +336,7 @@ impl<'a> Corpus<'a> {
     /// when more than `cap` do.
     pub fn terms_with_prefix(&self, prefix: &str, cap: usize) -> Vec<(&'a str, usize)> {
         let found = match self.data {
-            Data::Whole(b) => match self.view {
+            Data::Whole(b) => match self.view() {
                 None => b.lexical.terms_with_prefix(prefix, cap),
                 Some(v) => {
                     let lx = &b.lexical;
@@ -343,7 +361,7 @@ impl<'a> Corpus<'a> {
     /// Number of chunks containing `term`.
     pub fn doc_freq(&self, term: &str) -> usize {
         match self.data {
-            Data::Whole(b) => match self.view {
+            Data::Whole(b) => match self.view() {
                 None => b.lexical.doc_freq(term),
                 Some(v) => b.lexical.term_id(term).map_or(0, |i| v.df(i)),
             },
@@ -383,7 +401,7 @@ impl<'a> Corpus<'a> {
             Data::Whole(b) => &b.lexical.postings[b.lexical.term_id(term)?].chunk_deltas,
             Data::Split(s) => &self.have(s.postings(term), None)?.chunk_deltas,
         };
-        let view = self.view;
+        let view = self.view();
         Some(lexical::chunks(deltas.iter()).filter(move |&c| view.is_none_or(|v| v.sees_chunk(c))))
     }
 
@@ -450,7 +468,7 @@ impl<'a> Corpus<'a> {
     pub fn correction_candidates(&self, words: &[&str]) -> Vec<(&'a str, usize)> {
         match self.data {
             _ if words.is_empty() => Vec::new(),
-            Data::Whole(b) => match self.view {
+            Data::Whole(b) => match self.view() {
                 None => b
                     .lexical
                     .terms

@@ -166,6 +166,7 @@ pub struct Engine {
     options: EngineOptions,
     calibration: Calibration,
     /// What each reader may see of a bundle that restricts some documents ([`access`]).
+    #[cfg(feature = "access")]
     views: access::Views,
 }
 
@@ -252,6 +253,7 @@ impl Engine {
             positions,
             options: EngineOptions::default(),
             calibration: Calibration::default(),
+            #[cfg(feature = "access")]
             views: access::Views::default(),
         }
     }
@@ -500,8 +502,13 @@ impl Engine {
             plan.rerank = false;
         }
         // The reader's part of the bundle: the rest is as if it were not there.
+        #[cfg(feature = "access")]
         let view = self.views.get(self.data.whole(), &req.access);
-        let corpus = Corpus::new(&self.data).seen_through(view.as_ref().as_ref());
+        #[cfg(feature = "access")]
+        let corpus = Corpus::new(&self.data).seen_through(view.as_deref());
+        // Without the feature no bundle with restricted documents loads: every reader sees all.
+        #[cfg(not(feature = "access"))]
+        let corpus = Corpus::new(&self.data);
         request::check_project(&plan, corpus.header())?;
         // Analyze: the query's words, and the mode that runs.
         let tokens = self.analyzer.query_tokens(&plan.query);

@@ -98,6 +98,7 @@ pub struct SearchRequest {
     /// Whom the request is answered for, which decides the documents it may see when the
     /// bundle restricts some ([`super::access`]). Set by the host, never by the request:
     /// not part of the contract's JSON (a request naming it is refused as an unknown field).
+    #[cfg(feature = "access")]
     #[serde(skip)]
     pub access: super::Access,
 }

@@ -69,6 +69,8 @@ impl SplitBundle {
         let core: Core = decode_exact(payload, CORE_FILE)?;
         let corrupt = |m: &str| Err(Error::Corrupt(format!("{CORE_FILE}: {m}")));
         core.header.analyzer.validate()?;
+        // (A build without `access` reads no access section anyway.)
+        #[cfg(feature = "access")]
         if core
             .header
             .sections

@@ -127,7 +127,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     if users.is_open() {
         eprintln!(
             "{}",
-            json!({"event": "open", "warning": "no --tokens: every client may search every served bundle and read /metrics"})
+            json!({"event": "open", "warning": "no --tokens: every client may search every served bundle (its documents without access labels) and read /metrics"})
         );
     }
     let flags = args.model_args;
