@@ -23,7 +23,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker try-recipes package test-npm clean-cache ranker fuzz setup-fuzz calibration
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge bench-serve lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker try-recipes package test-npm clean-cache ranker fuzz setup-fuzz calibration
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -117,6 +117,12 @@ edge: demo-bundle wasm-lexical setup-edge
 # The Worker on workerd: every HTTP status, CORS, cache, rate limits, R2/KV, parity with native.
 test-edge: models build wasm setup-edge
 	MODEL_DIR=$(MODEL_DIR) bash tests/edge/run.sh
+
+# docloupe serve under wrk (100 connections for 60 s of hybrid, 200 against a queue of 64, a
+# bundle swapped under load): tests/bench/serve.sh; BUNDLE=… for another bundle.
+bench-serve: models build
+	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends wrk >/dev/null; }
+	MODEL_DIR=$(MODEL_DIR) bash tests/bench/serve.sh
 
 # Load on the local Worker (wrk from Debian, 100 connections, 30 s) and its size against Cloudflare's limits.
 bench-edge: demo-bundle wasm-lexical setup-edge
