@@ -68,7 +68,7 @@ for t in "${targets[@]}"; do
     -malloc_limit_mb=1024 -timeout=10 -artifact_prefix="$WORK/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   set -e
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   found=$(ls "$WORK/artifacts/$t" | wc -l)
   secs=$(( $(date +%s) - started ))
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$(git rev-parse --short HEAD)" "$t" "${execs:-0}" "$secs" "$rc" "$SANITIZER" >>"$ledger"
