@@ -122,6 +122,11 @@ impl View {
         self.n_chunks
     }
 
+    /// The readable chunks, one bit each.
+    pub fn chunk_bits(&self) -> &[u64] {
+        &self.chunks
+    }
+
     /// The readable chunks' average length (what BM25 normalizes by).
     pub fn avg_len(&self) -> f32 {
         self.avg_len
@@ -153,6 +158,9 @@ impl View {
         match *self {}
     }
     pub fn avg_len(&self) -> f32 {
+        match *self {}
+    }
+    pub fn chunk_bits(&self) -> &[u64] {
         match *self {}
     }
 }

@@ -124,6 +124,11 @@ impl<'a> Corpus<'a> {
         self.view().is_none()
     }
 
+    /// The reader's chunks as bits, and how many, when the reader may not see them all.
+    pub fn readable_chunks(&self) -> Option<(&'a [u64], usize)> {
+        self.view().map(|v| (v.chunk_bits(), v.n_chunks()))
+    }
+
     /// The chunks idf counts: those the reader may see.
     pub fn idf_chunks(&self) -> usize {
         self.view()

@@ -26,7 +26,7 @@ impl Retriever<'_> {
     pub fn lexical(&self, terms: &[QueryTerm]) -> Scores {
         let mut hits = self.corpus.bm25(terms);
         if self.mask.is_restricted() {
-            hits.retain(|c| self.mask.allows_chunk(self.corpus, c));
+            hits.retain(|c| self.mask.allows_chunk(c));
         }
         hits
     }
@@ -39,7 +39,7 @@ impl Retriever<'_> {
         if !self.mask.is_restricted() {
             return vectors.nearest(query, k);
         }
-        let in_scope = |c: u32| self.mask.allows_chunk(self.corpus, c);
+        let in_scope = |c: u32| self.mask.allows_chunk(c);
         let mut hits: Vec<(u32, f32)> = match vectors {
             // The first pass reads only in-scope codes, so the shortlist is all in scope.
             VectorIndex::Coded(c) => return c.nearest_where(query, k, Some(&in_scope)),

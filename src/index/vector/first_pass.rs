@@ -431,37 +431,32 @@ impl Coded {
                     .map(|(i, _)| (i as u32, self.score(table, i)))
                     .collect()
             }
-            // With a filter the bound is the `keep`-th highest sum among allowed codes: the
-            // codes in order of their sums (a counting sort), the filter asked going down
-            // until `keep` are allowed and then down to the bound below that sum.
+            // With a filter the bound is the `keep`-th highest sum among allowed codes: each
+            // code's filter asked once, the allowed ones' sums counted, and every allowed code
+            // down to the bound below that sum kept. (A counting sort of every code, asked
+            // going down until `keep` were allowed, was a sixth of a loaded server's time at
+            // 2.24M chunks: a 9 MB order written at random.)
             Some(allow) => {
-                let mut start = vec![0u32; counts.len()];
-                let mut above = 0u32;
-                for q in (0..counts.len()).rev() {
-                    start[q] = above;
-                    above += counts[q];
+                let allowed: Vec<bool> = self.vectors.chunks.iter().map(|&c| allow(c)).collect();
+                let mut counts = vec![0u32; counts.len()];
+                for (&q, _) in sums.iter().zip(&allowed).filter(|(_, &a)| a) {
+                    counts[q as usize] += 1;
                 }
-                let mut order = vec![0u32; n];
-                for (i, &q) in sums.iter().enumerate() {
-                    order[start[q as usize] as usize] = i as u32;
-                    start[q as usize] += 1;
-                }
-                let (mut found, mut floor) = (0usize, 0u16);
-                let mut best = Vec::new();
-                for &i in &order {
-                    let q = sums[i as usize];
-                    if q < floor {
-                        break;
-                    }
-                    if allow(self.vectors.chunks[i as usize]) {
-                        best.push((i, self.score(table, i as usize)));
-                        found += 1;
-                        if found == keep {
-                            floor = (q as usize).saturating_sub(slack) as u16;
-                        }
-                    }
-                }
-                best
+                let mut seen = 0usize;
+                let kth = (0..counts.len())
+                    .rev()
+                    .find(|&q| {
+                        seen += counts[q] as usize;
+                        seen >= keep
+                    })
+                    .unwrap_or(0);
+                let floor = kth.saturating_sub(slack) as u16;
+                sums.iter()
+                    .zip(&allowed)
+                    .enumerate()
+                    .filter(|&(_, (&q, &a))| a && q >= floor)
+                    .map(|(i, _)| (i as u32, self.score(table, i)))
+                    .collect()
             }
         };
         keep_best(&mut best, keep);
