@@ -366,6 +366,17 @@ fn the_build_labels_by_rule_and_front_matter_and_skips_what_it_cannot_read() {
         [vec!["executives", "legal"], vec!["legal"]]
     );
     assert_eq!(requirements("eng/oncall.md"), [vec!["eng"]]);
+    // `index-builder inspect` names the groups and counts the restricted documents.
+    let inspect = std::process::Command::new(common::index_builder_bin())
+        .arg("inspect")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let inspect: Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(
+        inspect["access"],
+        json!({"groups": ["eng", "executives", "hr", "legal"], "documentsRestricted": 3})
+    );
 
     // A mistake in the access file stops the build: a typo must never open a document.
     for bad in [

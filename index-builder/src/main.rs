@@ -454,6 +454,11 @@ fn inspect(path: &std::path::Path) -> Result<()> {
         "vectorIndex": vector_index,
         "vectorBits": vector_bits,
         "sections": sections,
+        // Who may read what: the groups named and how many documents are restricted.
+        "access": docloupe::bundle::decode_access(&bytes)?.map(|a| serde_json::json!({
+            "groups": a.groups,
+            "documentsRestricted": a.documents.len(),
+        })),
     });
     print_line(&serde_json::to_string_pretty(&report)?)?;
     Ok(())

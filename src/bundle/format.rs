@@ -469,6 +469,18 @@ pub(super) fn decode_sections<'a>(
     Ok(bundle)
 }
 
+/// A bundle's access section alone (`None`: no document is restricted), decoded and
+/// checked against the header's document count: what `index-builder inspect` reports.
+#[cfg(feature = "access")]
+pub fn decode_access(bytes: &[u8]) -> Result<Option<AccessSection>> {
+    let (version, header, raw) = verified_section(bytes, SectionKind::Access)?;
+    let access = access_section_of(raw.map(Cow::Borrowed), version)?;
+    if let Some(a) = &access {
+        a.validate(header.counts.documents as usize)?;
+    }
+    Ok(access)
+}
+
 /// The access section's bytes decoded (checked in `validate`). Format 9 and older have none:
 /// one in such a file is not what any builder wrote. A build without the `access` feature
 /// cannot tell readers apart, so it refuses a bundle that restricts documents.

@@ -38,6 +38,8 @@ pub use builder::{
 };
 #[cfg(not(target_arch = "wasm32"))]
 pub use file::BundleFile;
+#[cfg(feature = "access")]
+pub use format::decode_access;
 pub(crate) use format::{access_section, assemble_pieces, docs_section_packed, lexical_section};
 pub use format::{
     check_vectors, decode, decode_header, decode_lexical, decode_text, decode_vectors, encode,
