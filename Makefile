@@ -39,6 +39,7 @@ help:
 	@echo "make bench-scale  110K documents: build, sizes, split, CLI/MCP/Worker latency and memory (SCALE_ARGS=--embeddings: ~7.5 h)"
 	@echo "make edge   the search API as a Cloudflare Worker on local workerd, http://127.0.0.1:8787 (demo bundle)"
 	@echo "make bench-edge  wrk load on the local Worker (100 connections, 30 s), RSS, size vs Cloudflare's limits"
+	@echo "make bench-serve  docloupe serve under wrk over 102,168 documents with vectors: 100 and 200 connections, cache off and on, reloads"
 	@echo "make package  the npm tarballs (docloupe, @docloupe/linux-x64, the models) in target/npm"
 	@echo "make try-recipes  build a sample site with mdBook, VitePress, Docusaurus, Starlight + docloupe; check each in Chromium"
 
