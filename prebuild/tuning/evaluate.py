@@ -37,7 +37,8 @@ def main(argv):
 
     torch.set_num_threads(2)
     questions = [json.loads(line) for line in open(os.path.join(ROOT, "tests/questions/docs-questions.jsonl"))]
-    questions = [q for q in questions if q["corpus"] == args.corpus and q["split"] == args.split]
+    splits = set(args.split.split(","))
+    questions = [q for q in questions if q["corpus"] == args.corpus and q["split"] in splits]
     _, chunks = mine.prepare(args.corpus)
     inner = lambda p: p.split("/", 1)[1]  # noqa: E731
     docs = [inner(c["documentPath"]) for c in chunks]

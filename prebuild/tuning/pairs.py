@@ -63,6 +63,14 @@ def inner(path):
     return path.split("/", 1)[1] if "/" in path else path
 
 
+def parallel_key(path):
+    """Where a page's translation sits: FastAPI keeps each language under docs/<lang>/."""
+    parts = path.split("/")
+    if len(parts) > 2 and parts[0] == "docs" and parts[1] in ("en", "ru"):
+        parts[1] = "*"
+    return "/".join(parts)
+
+
 def section_starts(chunks):
     """Per page (its inner path): [(normalized heading, first chunk)], in page order."""
     by_doc = defaultdict(list)
@@ -111,6 +119,8 @@ def written(name, starts):
 def cross(en_name, ru_name, en_starts, ru_starts, rng, limit):
     """Headings of one language → the parallel section in the other (both directions)."""
     pairs = []
+    en_starts = {parallel_key(p): v for p, v in en_starts.items()}
+    ru_starts = {parallel_key(p): v for p, v in ru_starts.items()}
     for path in sorted(set(en_starts) & set(ru_starts)):
         a, b = en_starts[path], ru_starts[path]
         if len(a) != len(b) or len(a) < 2:

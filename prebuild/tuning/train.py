@@ -99,7 +99,9 @@ def main(argv):
     langs = set(args.langs.split(","))
     groups = [json.loads(line) for line in open(args.groups, encoding="utf-8")]
     groups = [g for g in groups if g["lang"] in langs]
-    held = [g for g in groups if g["corpus"] in args.hold]
+    # The held-out corpora's written questions (at most 400): the reader's words, not
+    # headings, are what the tuning is for.
+    held = [g for g in groups if g["corpus"] in args.hold and g["kind"] == "written"][:400]
     train = [g for g in groups if g["corpus"] not in args.hold]
     k = args.negatives
     log(f"{len(train)} training groups, {len(held)} held out ({', '.join(args.hold) or 'none'}); "
