@@ -17,6 +17,7 @@ pub fn convert(
     rel: &str,
     warnings: &mut Vec<String>,
 ) -> Result<(ParsedDoc, PageMap), String> {
+    check_xref_widths(bytes)?;
     let mut doc = Document::load_mem(bytes).map_err(|e| match e {
         lopdf::Error::Decryption(_) => "encrypted PDF (it needs a password)".to_owned(),
         e => format!("broken PDF: {e}"),
@@ -368,6 +369,114 @@ const MAX_TEXT_BYTES: usize = crate::ingest::MAX_FILE_BYTES as usize;
 /// One stream may inflate to this much, all of a file's streams together to the second.
 const MAX_STREAM_BYTES: u64 = 64 << 20;
 const MAX_STREAMS_BYTES: u64 = 256 << 20;
+
+/// Largest field width an xref stream's `/W` may give. The fields are big-endian integers
+/// (PDF 32000 §7.5.8.2), eight bytes at most in any real file; a CIDFont's `/W` (glyph
+/// widths: CIDs below 65,536, widths in thousandths of an em) stays far below this too.
+const MAX_XREF_FIELD_BYTES: u64 = 1 << 20;
+
+/// lopdf reads an xref stream by allocating a buffer of each of its `/W` field widths before
+/// it reads a byte: `/W [1 4 2666978747572656]` asked for 2.6 PB and aborted the process
+/// (found by fuzzing). When every width is 0, it loops over the `/Index` counts (up to
+/// 2^63) without reading anything. The raw file is scanned for any `/W` array of integers
+/// (its name spelled with `#` escapes too, comments between the tokens, as lopdf parses
+/// them) before lopdf sees it; one with a width over [`MAX_XREF_FIELD_BYTES`], or whose three
+/// widths are all 0, refuses the file. Strings are not skipped, so a `/W` written inside one
+/// counts as well: the scan may refuse more than lopdf would read, never less.
+fn check_xref_widths(bytes: &[u8]) -> Result<(), String> {
+    let is_regular = |c: u8| !b" \t\n\r\0\x0C()<>[]{}/%".contains(&c);
+    let skip_space = |mut at: usize| {
+        while let Some(&c) = bytes.get(at) {
+            match c {
+                b' ' | b'\t' | b'\n' | b'\r' | b'\0' | b'\x0C' => at += 1,
+                b'%' => {
+                    while bytes.get(at).is_some_and(|&c| c != b'\n' && c != b'\r') {
+                        at += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+        at
+    };
+    let mut at = 0;
+    while let Some(slash) = bytes[at..].iter().position(|&c| c == b'/') {
+        at += slash + 1;
+        // The name, its `#xx` escapes decoded (a `#` without two hex digits ends it).
+        let mut name = [0u8; 2];
+        let mut len = 0;
+        loop {
+            match bytes.get(at) {
+                Some(b'#') => match bytes.get(at + 1..at + 3) {
+                    Some(&[h, l]) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit() => {
+                        let digit = |d: u8| (d as char).to_digit(16).unwrap_or(0) as u8;
+                        if len < 2 {
+                            name[len] = digit(h) << 4 | digit(l);
+                        }
+                        len += 1;
+                        at += 3;
+                    }
+                    _ => break,
+                },
+                Some(&c) if is_regular(c) => {
+                    if len < 2 {
+                        name[len] = c;
+                    }
+                    len += 1;
+                    at += 1;
+                }
+                _ => break,
+            }
+        }
+        if len != 1 || name[0] != b'W' {
+            continue;
+        }
+        let mut i = skip_space(at);
+        if bytes.get(i) != Some(&b'[') {
+            continue;
+        }
+        i += 1;
+        let mut widths = Vec::new();
+        loop {
+            i = skip_space(i);
+            match bytes.get(i) {
+                Some(b']') => break,
+                Some(&c) if c == b'+' || c == b'-' || c.is_ascii_digit() => {
+                    let negative = c == b'-';
+                    if !c.is_ascii_digit() {
+                        i += 1;
+                    }
+                    let mut value = 0u64;
+                    let start = i;
+                    while let Some(d) = bytes.get(i).filter(|d| d.is_ascii_digit()) {
+                        value = value.saturating_mul(10).saturating_add(u64::from(d - b'0'));
+                        i += 1;
+                    }
+                    if i == start {
+                        break;
+                    }
+                    widths.push(if negative { 0 } else { value });
+                }
+                // Anything else (a nested array, a real number): lopdf refuses the array as
+                // an xref stream's widths before allocating.
+                _ => {
+                    widths.clear();
+                    break;
+                }
+            }
+        }
+        let fields = &widths[..widths.len().min(3)];
+        if let Some(&w) = fields.iter().find(|&&w| w > MAX_XREF_FIELD_BYTES) {
+            return Err(format!(
+                "broken PDF: an xref stream field of {w} bytes (/W), over the limit"
+            ));
+        }
+        if fields.len() == 3 && fields.iter().all(|&w| w == 0) {
+            return Err("broken PDF: an xref stream whose fields are all 0 bytes wide (/W)".into());
+        }
+    }
+    Ok(())
+}
 
 /// Measures what every Flate stream the text extractor may read (all but images) inflates
 /// to, with a bound, before lopdf inflates them without one: a 1 MB file of deflated spaces
@@ -728,6 +837,40 @@ mod tests {
         let e = convert(&file, "bomb", "bomb.pdf", &mut Vec::new()).unwrap_err();
         assert!(e.contains("decompression bomb"), "{e}");
         assert!(convert(&pdf(TEXT, &[], None), "ok", "ok.pdf", &mut Vec::new()).is_ok());
+    }
+
+    /// Regression (fuzzing, pdf target): an xref stream's `/W [1 4 2666978747572656 2]` made
+    /// lopdf allocate 2.6 PB and abort; widths that are all 0 loop over `/Index` without
+    /// reading. Both are refused before lopdf reads the file, however the name is spelled.
+    #[test]
+    fn an_xref_stream_with_absurd_field_widths_is_refused() {
+        let mut doc = Document::load_mem(&pdf(TEXT, &[], None)).unwrap();
+        let mut file = Vec::new();
+        let options = lopdf::SaveOptions::builder().use_xref_streams(true).build();
+        doc.save_with_options(&mut file, options).unwrap();
+        assert!(convert(&file, "ok", "ok.pdf", &mut Vec::new()).is_ok());
+        let at = file.windows(2).rposition(|w| w == b"/W").unwrap();
+        let end = at + file[at..].iter().position(|&c| c == b']').unwrap() + 1;
+        for widths in [
+            &b"/W [1 4 2666978747572656 2]"[..],
+            b"/W[18888888888888 4 2]",
+            b"/#57 % a comment\n[1 66666666664 2]",
+            b"/W [0 0 0]",
+        ] {
+            let mut hostile = file[..at].to_vec();
+            hostile.extend_from_slice(widths);
+            hostile.extend_from_slice(&file[end..]);
+            let e = convert(&hostile, "x", "x.pdf", &mut Vec::new()).unwrap_err();
+            assert!(e.contains("xref stream"), "{e}");
+        }
+        // A CIDFont's glyph widths are a `/W` array too, and stay readable.
+        for fine in [
+            &b"<< /Type /Font /W [1 [500 600] 3 100 1000] >>"[..],
+            b"<</W[1 100 2000]>>",
+            b"<</Wx [0 0 0] /W [1 2 1]>>",
+        ] {
+            assert_eq!(check_xref_widths(fine), Ok(()));
+        }
     }
 
     #[test]
