@@ -124,9 +124,10 @@ impl WasmEngine {
             }));
         };
         // Compare hashes before the (slow) load: a wrong file is named at once, typed.
+        let (sha256, tokenizer_sha256) = crate::embed::identity(&onnx, &tokenizer);
         let provided = crate::embed::ModelInfo {
-            sha256: crate::embed::sha256_hex(&onnx),
-            tokenizer_sha256: crate::embed::sha256_hex(&tokenizer),
+            sha256,
+            tokenizer_sha256,
             ..info.clone()
         };
         self.inner

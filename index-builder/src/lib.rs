@@ -21,4 +21,6 @@ pub mod ingest;
 pub mod isolate;
 pub mod output;
 pub mod site;
+#[cfg(feature = "models")]
+pub mod trim;
 pub mod trust;

@@ -96,6 +96,24 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Cut a multilingual model (e5-multilingual, or a model directory with a SentencePiece
+    /// vocabulary) down to the scripts a collection is written in, for the browser and the
+    /// edge: the pieces of other scripts' letters and their rows of the embedding table go.
+    /// A text in the kept scripts gets the same tokens and the same vector as from the full
+    /// model, so bundles built with it are searched with the trimmed one. Writes
+    /// manifest.json, model.int8.onnx and tokenizer.json into OUT (replaced as a whole).
+    TrimModel {
+        /// The model: e5-multilingual or a model directory (as `make models` writes them).
+        #[arg(value_name = "e5-multilingual|DIR")]
+        model: String,
+        /// The scripts whose letters to keep, comma-separated: latin, cyrillic, greek
+        /// (digits, punctuation and symbols are always kept).
+        #[arg(long, value_delimiter = ',', required = true)]
+        scripts: Vec<String>,
+        /// Directory to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -243,6 +261,11 @@ fn main() -> ExitCode {
         } => site(&dir, &out, &title, head.as_deref(), &csp),
         Command::Dump { bundle } => dump(&bundle),
         Command::Split { bundle, out } => split(&bundle, &out),
+        Command::TrimModel {
+            model,
+            scripts,
+            out,
+        } => trim_model(&model, &scripts, &out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -485,6 +508,35 @@ fn site(
         &serde_json::json!({ "out": out, "pages": pages, "warnings": warnings }).to_string(),
     )?;
     Ok(())
+}
+
+fn trim_model(model: &str, scripts: &[String], out: &std::path::Path) -> Result<()> {
+    use index_builder::trim::{self, Script};
+    let scripts = scripts
+        .iter()
+        .map(|name| {
+            Script::from_name(name.trim()).with_context(|| {
+                let known: Vec<&str> = Script::ALL.iter().map(|s| s.name()).collect();
+                format!("unknown script {name:?} (known: {})", known.join(", "))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let trimmed = trim::trim_model(&model_dir(model), &scripts)?;
+    index_builder::output::write_dir_atomically(out, &trimmed.files, "trim-model")?;
+    let bytes: serde_json::Map<String, serde_json::Value> = trimmed
+        .files
+        .iter()
+        .map(|(name, b)| (name.clone(), b.len().into()))
+        .collect();
+    print_line(
+        &serde_json::json!({
+            "out": out,
+            "pieces": trimmed.old_ids.len(),
+            "of": trimmed.of,
+            "bytes": bytes,
+        })
+        .to_string(),
+    )
 }
 
 fn split(path: &std::path::Path, out: &std::path::Path) -> Result<()> {

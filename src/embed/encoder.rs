@@ -6,7 +6,7 @@ use tokenizers::{Encoding, Tokenizer};
 use tract_onnx::prelude::*;
 
 use super::unigram::CompactTokenizer;
-use super::{normalize, sha256_hex, ModelFiles, ModelInfo};
+use super::{normalize, ModelFiles, ModelInfo};
 use crate::error::{Error, Result};
 
 /// A model's tokenizer: a Unigram one (multilingual E5's XLM-R pieces) with the compact model,
@@ -70,11 +70,8 @@ impl Embedder {
         // (0.13 s) and both files' sha256 (0.08 s) beside it, natively.
         let side = || {
             let tokenizer = Tokenizing::load(&files.tokenizer);
-            (
-                tokenizer,
-                sha256_hex(&files.onnx),
-                sha256_hex(&files.tokenizer),
-            )
+            let (sha256, tokenizer_sha256) = super::identity(&files.onnx, &files.tokenizer);
+            (tokenizer, sha256, tokenizer_sha256)
         };
         let plan = || {
             load_plan(&files.onnx)

@@ -74,6 +74,47 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// ONNX metadata of a model trimmed to a collection's scripts (`index-builder trim-model`):
+/// the sha256 of the full model's ONNX file and tokenizer, and of the trimmed tokenizer the
+/// file goes with.
+pub const TRIMMED_FROM_MODEL: &str = "docloupe.trimmedFrom.model.sha256";
+pub const TRIMMED_FROM_TOKENIZER: &str = "docloupe.trimmedFrom.tokenizer.sha256";
+pub const TRIMMED_TOKENIZER: &str = "docloupe.tokenizer.sha256";
+
+/// The (ONNX, tokenizer) sha256s a bundle records for a model's files: their own, or for a
+/// model trimmed to some scripts with the tokenizer it was trimmed with, the full model's.
+/// The trimmed model gives every text in its scripts the full model's tokens and vector, so
+/// it searches the bundles built with the full one; a text in other scripts gets unknown
+/// tokens where the full model had pieces.
+#[cfg(feature = "models")]
+pub fn identity(onnx: &[u8], tokenizer: &[u8]) -> (String, String) {
+    /// A `ModelProto` read for its metadata alone: the graph's bytes are skipped, not parsed.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Metadata {
+        #[prost(message, repeated, tag = "14")]
+        metadata_props: Vec<tract_onnx::pb::StringStringEntryProto>,
+    }
+    let (own_onnx, own_tokenizer) = (sha256_hex(onnx), sha256_hex(tokenizer));
+    if let Ok(m) = <Metadata as prost::Message>::decode(onnx) {
+        let get = |key: &str| {
+            m.metadata_props
+                .iter()
+                .find(|p| p.key == key)
+                .map(|p| p.value.clone())
+        };
+        if let (Some(model), Some(tokenizer), Some(mine)) = (
+            get(TRIMMED_FROM_MODEL),
+            get(TRIMMED_FROM_TOKENIZER),
+            get(TRIMMED_TOKENIZER),
+        ) {
+            if mine == own_tokenizer {
+                return (model, tokenizer);
+            }
+        }
+    }
+    (own_onnx, own_tokenizer)
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 impl ModelFiles {
     /// Reads a model directory written by `prebuild/models.py`: `manifest.json`,
