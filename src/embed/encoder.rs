@@ -66,21 +66,40 @@ impl std::fmt::Debug for Embedder {
 
 impl Embedder {
     pub fn new(files: &ModelFiles) -> Result<Embedder> {
+        Self::load(files, &files.onnx, &files.tokenizer)
+    }
+
+    /// [`Embedder::new`] that lets go of the ONNX file's bytes as soon as they are decoded,
+    /// before tract builds its graph from them: in wasm, whose memory never shrinks, the
+    /// file's copy is then not part of the load's peak (for E5 about 120 MB less).
+    pub fn from_files(mut files: ModelFiles) -> Result<Embedder> {
+        let onnx = std::mem::take(&mut files.onnx);
+        let tokenizer = std::mem::take(&mut files.tokenizer);
+        Self::load(&files, OnnxBytes::Owned(onnx), &tokenizer)
+    }
+
+    fn load<'a>(
+        files: &ModelFiles,
+        onnx: impl Into<OnnxBytes<'a>>,
+        tokenizer_json: &[u8],
+    ) -> Result<Embedder> {
+        let onnx = onnx.into();
         // The graph's parse and optimization (E5: about 0.75 s) on one core; the tokenizer
         // (0.13 s) and both files' sha256 (0.08 s) beside it, natively.
         let side = || {
-            let tokenizer = Tokenizing::load(&files.tokenizer);
-            let (sha256, tokenizer_sha256) = super::identity(&files.onnx, &files.tokenizer);
+            let tokenizer = Tokenizing::load(tokenizer_json);
+            let (sha256, tokenizer_sha256) = super::identity(onnx.bytes(), tokenizer_json);
             (tokenizer, sha256, tokenizer_sha256)
         };
-        let plan = || {
-            load_plan(&files.onnx)
-                .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")))
-        };
+        let decode = || decode_onnx(onnx.bytes());
         #[cfg(not(target_arch = "wasm32"))]
-        let ((tokenizer, sha256, tokenizer_sha256), plan) = rayon::join(side, plan);
+        let ((tokenizer, sha256, tokenizer_sha256), proto) = rayon::join(side, decode);
         #[cfg(target_arch = "wasm32")]
-        let ((tokenizer, sha256, tokenizer_sha256), plan) = (side(), plan());
+        let ((tokenizer, sha256, tokenizer_sha256), proto) = (side(), decode());
+        drop(onnx);
+        let plan = proto
+            .and_then(plan_for_proto)
+            .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")));
         let (tokenizer, plan) = (tokenizer?, plan?);
         let mut embedder = Embedder {
             info: ModelInfo {
@@ -216,7 +235,40 @@ const BERT_INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"]
 /// optimized plan serves every length. Inputs are matched by name, since they are fed by
 /// position.
 pub(crate) fn load_plan(onnx: &[u8]) -> TractResult<Arc<TypedRunnableModel>> {
-    let mut model = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(onnx))?;
+    plan_for_proto(decode_onnx(onnx)?)
+}
+
+/// An ONNX file's bytes, borrowed or owned (then dropped once decoded).
+pub(crate) enum OnnxBytes<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl OnnxBytes<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            OnnxBytes::Borrowed(b) => b,
+            OnnxBytes::Owned(v) => v,
+        }
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for OnnxBytes<'a> {
+    fn from(b: &'a Vec<u8>) -> Self {
+        OnnxBytes::Borrowed(b)
+    }
+}
+
+/// The file's protobuf (what tract's `model_for_read` decodes, without its copy of the bytes).
+fn decode_onnx(onnx: &[u8]) -> TractResult<tract_onnx::pb::ModelProto> {
+    <tract_onnx::pb::ModelProto as prost::Message>::decode(onnx)
+        .map_err(|e| TractError::msg(format!("Reading proto model: {e}")))
+}
+
+/// [`load_plan`] from the decoded file, which is dropped once tract has its tensors.
+fn plan_for_proto(proto: tract_onnx::pb::ModelProto) -> TractResult<Arc<TypedRunnableModel>> {
+    let mut model = tract_onnx::onnx().model_for_proto_model(&proto)?;
+    drop(proto);
     let names: Vec<String> = model
         .input_outlets()?
         .iter()
