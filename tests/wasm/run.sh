@@ -8,7 +8,8 @@
 #   3. native/wasm parity over tests/parity/requests.jsonl (parity.mjs): the simd128 build
 #      against native's fast kernels within model rounding (also on a bundle with compact
 #      vector codes, 40 requests, and with the multilingual E5 model, 20 English and 20
-#      Russian requests), the portable build against native's portable kernels byte for byte.
+#      Russian requests, also with E5 trimmed to Latin and Cyrillic against the full model's
+#      native answers), the portable build against native's portable kernels byte for byte.
 # Needs `make wasm` and the release binaries; models from the cache (MODEL_DIR) and the
 # committed reranker.
 set -euo pipefail
@@ -61,6 +62,10 @@ node tests/wasm/parity.mjs www/pkg/full "$work/coded.bundle" "$MODEL_DIR" "$RERA
   "$work/requests-40.jsonl" "$work/native-coded.jsonl"
 echo "== parity: native vs wasm (Node) with the multilingual model (E5), fast kernels"
 node tests/wasm/parity.mjs www/pkg/full "$work/e5.bundle" "$E5_DIR" "$RERANKER_DIR" \
+  "$work/requests-e5.jsonl" "$work/native-e5.jsonl"
+echo "== parity: native with E5 vs wasm (Node) with E5 trimmed to Latin and Cyrillic"
+target/release/index-builder trim-model "$E5_DIR" --scripts latin,cyrillic --out "$work/e5-trimmed" >/dev/null
+node tests/wasm/parity.mjs www/pkg/full "$work/e5.bundle" "$work/e5-trimmed" "$RERANKER_DIR" \
   "$work/requests-e5.jsonl" "$work/native-e5.jsonl"
 echo "== parity: native vs wasm (Node), portable kernels: byte for byte"
 node tests/wasm/parity.mjs --exact www/pkg/portable "$work/fixtures.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
