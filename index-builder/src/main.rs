@@ -331,7 +331,18 @@ fn build(args: BuildArgs) -> Result<()> {
         }
     } else {
         let dir = model_dir(&args.model);
-        build::ModelChoice::Fixed(Box::new(Embedder::new(&files(&dir)?)?))
+        let files = files(&dir)?;
+        // A trimmed model answers for the full one in the scripts it keeps; a bundle records the
+        // full model, so its passages must be the full model's in every script.
+        if docloupe::embed::identity(&files.onnx, &files.tokenizer).0
+            != docloupe::embed::sha256_hex(&files.onnx)
+        {
+            bail!(
+                "{} is a model trimmed to some scripts (`index-builder trim-model`): it searches bundles, build them with the full model",
+                dir.display()
+            );
+        }
+        build::ModelChoice::Fixed(Box::new(Embedder::new(&files)?))
     };
     let mut warnings = Vec::new();
     let references = args

@@ -258,6 +258,20 @@ fn a_trimmed_or_altered_model_is_not_trimmed_again() {
         "{e}"
     );
 
+    // A bundle records the full model: building with the trimmed one is refused.
+    let out = tempfile::tempdir().unwrap();
+    let built = std::process::Command::new(env!("CARGO_BIN_EXE_index-builder"))
+        .args(["build", "--quiet", "--out"])
+        .arg(out.path().join("x.bundle"))
+        .arg("--model")
+        .arg(dir.path())
+        .arg(root().join("tests/fixtures/docs"))
+        .output()
+        .unwrap();
+    assert!(!built.status.success());
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(stderr.contains("trimmed to some scripts"), "{stderr}");
+
     // MiniLM's vocabulary is WordPiece, not SentencePiece.
     let minilm = models_root().join("all-MiniLM-L6-v2");
     let e = trim::trim_model(&minilm, &SCRIPTS).err().unwrap();
