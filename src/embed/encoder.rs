@@ -267,8 +267,18 @@ fn decode_onnx(onnx: &[u8]) -> TractResult<tract_onnx::pb::ModelProto> {
 
 /// [`load_plan`] from the decoded file, which is dropped once tract has its tensors.
 fn plan_for_proto(proto: tract_onnx::pb::ModelProto) -> TractResult<Arc<TypedRunnableModel>> {
+    plan_for_proto_with(proto, true)
+}
+
+fn plan_for_proto_with(
+    proto: tract_onnx::pb::ModelProto,
+    fold: bool,
+) -> TractResult<Arc<TypedRunnableModel>> {
     let mut model = tract_onnx::onnx().model_for_proto_model(&proto)?;
     drop(proto);
+    if fold {
+        fold_weights(&mut model)?;
+    }
     let names: Vec<String> = model
         .input_outlets()?
         .iter()
@@ -284,6 +294,64 @@ fn plan_for_proto(proto: tract_onnx::pb::ModelProto) -> TractResult<Arc<TypedRun
         model.set_input_fact(input, i64::fact(&[1.to_dim(), seq.clone().to_dim()]).into())?;
     }
     model.into_optimized()?.into_runnable()
+}
+
+/// Folds each int8 weight (`Mul(DequantizeLinear(q, scale, 0), row factor)`, prebuild/models.py)
+/// into the f32 constant tract's analysis makes of it, one weight at a time, before the
+/// model's own analysis. That analysis keeps the value of every constant node it computes, the
+/// `DequantizeLinear`'s and the `Mul`'s both, until the typed model replaces them: two f32
+/// copies of every weight at once, the peak of the load (E5: 2 × 85 MB). Here each pair is
+/// analysed alone in a model of its own (the same ops on the same inputs, so the same bits)
+/// and the pair is replaced by the result.
+fn fold_weights(model: &mut InferenceModel) -> TractResult<usize> {
+    use tract_onnx::tract_hir::infer::Factoid;
+    let konst = |model: &InferenceModel, o: OutletId| {
+        model
+            .node(o.node)
+            .op_as::<tract_onnx::tract_hir::ops::konst::Const>()
+            .map(|c| c.val().clone())
+    };
+    let pairs: Vec<(usize, usize)> = model
+        .nodes()
+        .iter()
+        .filter(|n| n.op.name() == "Mul" && n.inputs.len() == 2)
+        .filter_map(|n| {
+            let dq = model.node(n.inputs[0].node);
+            let folds = dq.op.name() == "DequantizeLinear"
+                && dq.inputs.iter().all(|&i| konst(model, i).is_some())
+                && konst(model, n.inputs[1]).is_some();
+            folds.then_some((dq.id, n.id))
+        })
+        .collect();
+    let mut folded_count = 0;
+    for (dq, mul) in pairs {
+        let mut alone = InferenceModel::default();
+        let mut inputs = tvec!();
+        for (ix, &i) in model.node(dq).inputs.iter().enumerate() {
+            let value = konst(model, i).expect("checked above");
+            inputs.push(alone.add_const(format!("input.{ix}"), value)?);
+        }
+        let weight = alone.wire_node("dq", model.node(dq).op.clone(), &inputs)?;
+        let row = alone.add_const(
+            "row",
+            konst(model, model.node(mul).inputs[1]).expect("checked"),
+        )?;
+        let folded = alone.wire_node("mul", model.node(mul).op.clone(), &[weight[0], row])?;
+        alone.select_output_outlets(&folded)?;
+        alone.analyse(false)?;
+        let Some(value) = alone.outlet_fact(folded[0])?.value.concretize() else {
+            continue;
+        };
+        drop(alone);
+        let mut patch = tract_onnx::tract_hir::infer::InferenceModelPatch::default();
+        let k = patch.add_const(format!("{}.folded", model.node(mul).name), value)?;
+        patch.shunt_outside(model, OutletId::new(mul, 0), k)?;
+        patch.apply(model)?;
+        folded_count += 1;
+    }
+    // The int8 weights and the replaced nodes go.
+    model.compact()?;
+    Ok(folded_count)
 }
 
 /// Runs a [`load_plan`] plan on one tokenized sequence (or pair).
@@ -305,4 +373,44 @@ pub(crate) fn run_encoding(
         column(enc.get_type_ids())?
     ])
     .map_err(|e| Error::Model(format!("inference failed: {e:#}")))
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+
+    /// Folding the weights one at a time gives the plan tract's own analysis gives: the same
+    /// hidden states, bit for bit, for both models (`make models`).
+    #[test]
+    fn folded_weights_give_the_same_bits() {
+        for model in ["all-MiniLM-L6-v2", "multilingual-e5-small"] {
+            let dir = super::super::models_root().join(model);
+            let files = ModelFiles::from_dir(&dir).expect("run `make models`");
+            let tokenizer = Tokenizing::load(&files.tokenizer).unwrap();
+            // Six dense layers a block: query, key, value, output and the feed-forward two.
+            let mut graph = tract_onnx::onnx()
+                .model_for_proto_model(&decode_onnx(&files.onnx).unwrap())
+                .unwrap();
+            let blocks = if model.starts_with("all-MiniLM") {
+                6
+            } else {
+                12
+            };
+            assert_eq!(fold_weights(&mut graph).unwrap(), 6 * blocks, "{model}");
+            let plans = [true, false]
+                .map(|fold| plan_for_proto_with(decode_onnx(&files.onnx).unwrap(), fold).unwrap());
+            for text in [
+                "query: how big can the cache be",
+                "passage: Кэш хранит ответы 5 минут.",
+            ] {
+                let enc = tokenizer.encode(text).unwrap();
+                let [a, b] = [0, 1].map(|i| run_encoding(&plans[i], &enc).unwrap());
+                let bits = |t: &TVec<TValue>| -> Vec<u32> {
+                    let v = t[0].to_plain_array_view::<f32>().unwrap();
+                    v.iter().map(|x| x.to_bits()).collect()
+                };
+                assert_eq!(bits(&a), bits(&b), "{model}: {text}");
+            }
+        }
+    }
 }
