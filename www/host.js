@@ -197,6 +197,12 @@ export class Host {
   #shareFetches;
   #lexicalFallback = null;
   #rerankBudgetMs = null;
+  // `keepModelBytes: false` (a Worker, whose isolate has 128 MB): once the models are in the
+  // engine, their bytes and the vector files' are let go, and fetched again only to rebuild
+  // the engine after a panic (`#modelSpec`, `#vectorNames`).
+  #keepModelBytes = true;
+  #modelSpec = null;
+  #vectorNames = null;
 
   /**
    * `options.fetch` replaces `fetch` for every URL the host loads (a Worker maps bundle URLs
@@ -207,11 +213,12 @@ export class Host {
    * of waiting on a fetch another search started: a Worker must, since workerd cancels a
    * request that waits on another request's I/O as hung (a plain-text 500 under load).
    */
-  constructor(onStatus, { fetch: fetchImpl, maxFileBytes = Infinity, shareFetches = true } = {}) {
+  constructor(onStatus, { fetch: fetchImpl, maxFileBytes = Infinity, shareFetches = true, keepModelBytes = true } = {}) {
     this.#onStatus = onStatus ?? (() => {});
     this.#fetch = fetchImpl ?? ((...args) => fetch(...args));
     this.#maxFileBytes = maxFileBytes;
     this.#shareFetches = shareFetches;
+    this.#keepModelBytes = keepModelBytes;
   }
 
   /**
@@ -249,7 +256,7 @@ export class Host {
     this.#lexical = new Build('lexical', wasm?.lexical, glues?.lexical);
     // The models' build: simd128 kernels, or the portable build whose answers equal native's
     // (`--kernels portable`) byte for byte.
-    this.#full = kernels === 'portable' ? new Build('portable', wasm?.portable) : new Build('full', wasm?.full);
+    this.#full = kernels === 'portable' ? new Build('portable', wasm?.portable, glues?.portable) : new Build('full', wasm?.full, glues?.full);
     this.#split = splitDirectory(bundle);
     if (stage === 'models') {
       if (!this.#split) this.#bundle = await loadBytes(bundle, 'bundle', this.#fetch);
@@ -300,6 +307,30 @@ export class Host {
    * its vector files (fetched beside the models; the names come from the core).
    */
   async #openFull(models) {
+    this.#modelSpec = models;
+    const instance = await this.#openFullOnce(models);
+    this.#letGoOfModelBytes();
+    return instance;
+  }
+
+  #letGoOfModelBytes() {
+    if (this.#keepModelBytes) return;
+    this.#vectorNames = this.#vectorFiles?.map(([n]) => n) ?? null;
+    this.#models = null;
+    this.#vectorFiles = null;
+  }
+
+  /** What `#letGoOfModelBytes` let go of, fetched again (to rebuild the full engine). */
+  async #fetchModelBytesAgain() {
+    if (this.#models) return;
+    this.#models = await fetchModels(this.#modelSpec, this.#fetch);
+    if (this.#split && this.#vectorNames) {
+      const pieces = await Promise.all(this.#vectorNames.map((n) => loadBytes(new URL(n, this.#split), `bundle file ${n}`, this.#fetch)));
+      this.#vectorFiles = this.#vectorNames.map((n, i) => [n, pieces[i]]);
+    }
+  }
+
+  async #openFullOnce(models) {
     const modelsLoading = fetchModels(models, this.#fetch);
     modelsLoading.catch(() => {}); // awaited below; a failure must not go unhandled meanwhile
     if (!this.#split) {
@@ -455,9 +486,11 @@ export class Host {
     // A full instance exists only once the models are in, so its models are at hand.
     const full = spent.build === this.#full;
     try {
+      if (full) await this.#fetchModelBytesAgain();
       const fresh = full
         ? await Instance.create(spent.build, (g) => this.#fullEngine(g), (e) => installModels(e, this.#models, this.#rerankBudgetMs))
         : await Instance.create(spent.build, (g) => this.#configureLexical(this.#openLexical(g)));
+      if (full) this.#letGoOfModelBytes();
       if (this.#current === spent && !this.#closed) this.#current = fresh;
       else fresh.free();
     } catch (e) {

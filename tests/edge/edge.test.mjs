@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { env } from '../wasm/env.mjs';
 import { statusFor, RateLimiter, trimLikeRust, jsonDepth } from '../../www/edge/http.js';
 import { startPlainWorkerd, freePort } from './workerd.mjs';
+import { compareResponses } from '../wasm/compare.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const EDGE = path.join(ROOT, 'www/edge');
@@ -480,5 +481,55 @@ test('plain workerd (the upload wrangler builds, no wrangler dev, no Cache API s
     assert.ok(heap.usedBytes > 0 && heap.usedBytes <= heap.totalBytes, JSON.stringify(heap));
   } finally {
     w.stop();
+  }
+});
+
+test('with the model on its assets (MODELS_PATH) the Worker answers hybrid and semantic as native does, inside 128 MB', async () => {
+  const w = await startPlainWorkerd({
+    assets: path.join(WORK, 'assets-models'),
+    work: path.join(WORK, 'plain-models'),
+    vars: { MODELS_PATH: '/models/', CACHE_TTL_SECONDS: '0', RATE_LIMIT_PER_MINUTE: '0' },
+  });
+  try {
+    const requests = fs.readFileSync(path.join(WORK, 'requests-models.jsonl'), 'utf8').split('\n').filter(Boolean);
+    const native = fs.readFileSync(path.join(WORK, 'native-models.jsonl'), 'utf8').split('\n').filter(Boolean);
+    const answers = [];
+    for (const r of requests) {
+      const response = await post(w, r);
+      const text = await response.text();
+      assert.equal(response.status, 200, text);
+      const body = JSON.parse(text);
+      assert.equal(body.fallbackApplied, false, text);
+      assert.ok(body.results.length > 0, text);
+      answers.push(text);
+    }
+    const { same, close, different } = compareResponses(answers, native);
+    assert.deepEqual(different, [], `${same} same, ${close} close`);
+    const health = await (await fetch(`${w.url}/healthz`)).json();
+    assert.equal(health.models.loaded, true, JSON.stringify(health));
+    assert.equal(health.engine.build, 'full');
+    // The isolate's memory: its JS heap, the buffers outside it and the engine's wasm memory.
+    const heap = await w.heap();
+    const total = heap.usedBytes + heap.backingStorageBytes + health.engine.wasmMemoryBytes;
+    console.log(`isolate with MiniLM loaded: JS heap ${(heap.usedBytes / 1048576).toFixed(1)} MiB, buffers ${(heap.backingStorageBytes / 1048576).toFixed(1)} MiB, wasm memory ${(health.engine.wasmMemoryBytes / 1048576).toFixed(1)} MiB: ${(total / 1048576).toFixed(1)} MiB`);
+    assert.ok(total < 128 * 1048576, `${total} bytes`);
+  } finally {
+    w.stop();
+  }
+  // A model that is not there: the lexical engine answers, flagged, and healthz says why.
+  const broken = await startPlainWorkerd({
+    assets: path.join(WORK, 'assets-models'),
+    work: path.join(WORK, 'plain-models-missing'),
+    vars: { MODELS_PATH: '/nowhere/', CACHE_TTL_SECONDS: '0' },
+  });
+  try {
+    const body = await (await post(broken, { query: 'cache size', mode: 'hybrid' })).json();
+    assert.equal(body.fallbackApplied, true);
+    assert.equal(body.degradedReason, 'models_unavailable');
+    const health = await (await fetch(`${broken.url}/healthz`)).json();
+    assert.equal(health.models.loaded, false);
+    assert.match(health.models.reason, /did not load/);
+  } finally {
+    broken.stop();
   }
 });

@@ -31,5 +31,15 @@ node -e '
   }' tests/parity/requests.jsonl > "$work/requests.jsonl"
 target/release/docloupe search --bundle "$work/fixtures.bundle" --no-reranker --jsonl \
   < "$work/requests.jsonl" > "$work/native.jsonl"
+# The same bundle with the embedding model beside it (MODELS_PATH): hybrid and semantic in the
+# Worker, against the native engine's answers with the same model and the learned second stage.
+mkdir -p "$work/assets-models/models"
+cp -r "$work/assets/docs" "$work/assets-models/docs"
+cp "$MODEL_DIR/model.int8.onnx" "$MODEL_DIR/tokenizer.json" "$work/assets-models/models/"
+printf '%s\n' '{"query":"how big can the cache be"}' '{"query":"как настроить кэш","mode":"semantic"}' \
+  '{"query":"cache size","mode":"hybrid","limit":3}' '{"query":"purge the cache","mode":"semantic","limit":2}' \
+  > "$work/requests-models.jsonl"
+env -u DOCLOUPE_RERANKER_DIR target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
+  --jsonl < "$work/requests-models.jsonl" > "$work/native-models.jsonl"
 echo "== the Worker on workerd (wrangler dev, local)"
 DOCLOUPE_EDGE_WORK="$work" node --test --test-concurrency=1 "$@" tests/edge/edge.test.mjs

@@ -102,7 +102,9 @@ export async function heapUsage(inspectorPort, url) {
     }
     if (!collected) throw new Error('the inspector did not run the garbage collection');
     const usage = await Promise.race([call('Runtime.getHeapUsage'), new Promise((_, reject) => setTimeout(() => reject(new Error('the inspector did not answer')), 10_000))]);
-    return { usedBytes: usage.result.usedSize, totalBytes: usage.result.totalSize };
+    // backingStorageSize: the ArrayBuffers' bytes outside the JS heap (the engine's wasm
+    // memory, fetched files), which count toward the isolate's memory too.
+    return { usedBytes: usage.result.usedSize, totalBytes: usage.result.totalSize, backingStorageBytes: usage.result.backingStorageSize ?? null };
   } finally {
     ws.close();
   }

@@ -4,11 +4,13 @@
 //   GET  /v1/search/docs/query?q=...&limit=...&mode=...   the same, for links
 //   GET  /healthz                bundle and engine state, versions
 //
-// The engine is the lexical wasm build driven by the same host as the browser's (../host.js),
-// over a bundle from static assets, R2 or KV (wrangler.toml). The models stay out: the
-// embedding model alone takes ~160 MB once loaded, over a Worker's 128 MB, so semantic and
-// hybrid requests are answered from the lexical index with `fallbackApplied: true,
-// degradedReason: "models_unavailable"`. A split bundle (BUNDLE_PATH ending in "/") is read
+// The engine is driven by the same host as the browser's (../host.js), over a bundle from static
+// assets, R2 or KV (wrangler.toml). With MODELS_PATH (the embedding model's folder on the same
+// binding) it is the full wasm build with the model: hybrid and semantic answered as natively
+// (MiniLM: 88 MiB of the isolate's 128 MB; the model's bytes are let go once loaded). Without
+// it, or when the model cannot load, it is the lexical build, and semantic and hybrid requests
+// are answered from the lexical index with `fallbackApplied: true, degradedReason:
+// "models_unavailable"`. A split bundle (BUNDLE_PATH ending in "/") is read
 // piece by piece, as in the browser, and the engine starts over from its core when the pieces
 // it holds pass BUNDLE_MEMORY_BYTES, so an isolate's memory stays bounded however many
 // different queries it serves.
@@ -22,6 +24,8 @@
 // request in canonical form. One JSON log line per query.
 import * as lexicalGlue from '../pkg/lexical/docloupe.js';
 import lexicalWasm from '../pkg/lexical/docloupe_bg.wasm';
+import * as fullGlue from '../pkg/full/docloupe.js';
+import fullWasm from '../pkg/full/docloupe_bg.wasm';
 import inflateWasm from '../pkg/inflate/inflate.wasm';
 import { Host, contractError } from '../host.js';
 import { canonicalRequest, statusFor, clientKey, RateLimiter, corsHeaders, jsonDepth, MAX_JSON_DEPTH } from './http.js';
@@ -62,6 +66,9 @@ export function settings(env) {
     // default, as queries can be private.
     logQueries: env.LOG_QUERIES === 'true',
     memoryBytes: int(env.BUNDLE_MEMORY_BYTES, 48 * 1024 * 1024, 'BUNDLE_MEMORY_BYTES'),
+    // The embedding model's directory (model.int8.onnx, tokenizer.json) on the bundle's
+    // binding; "" answers semantic and hybrid lexically (models_unavailable).
+    modelsPath: env.MODELS_PATH ?? '',
   };
 }
 
@@ -105,21 +112,42 @@ function currentEngine(env) {
   if (engine && !(engine.error && now - engine.failedAt > RETRY_AFTER_FAILURE_MS)) return engine;
   const cfg = settings(env);
   const state = { host: null, ready: null, version: null, error: null, failedAt: 0, openedAt: now, cfg };
-  state.host = new Host(undefined, {
+  state.hostOptions = {
     fetch: bundleFetch(env, cfg, async (bytes) => {
       state.version = hex(await crypto.subtle.digest('SHA-256', bytes));
     }),
     maxFileBytes: cfg.memoryBytes,
     // workerd cancels a request waiting on a fetch another request started, as hung.
     shareFetches: false,
-  });
-  state.ready = state.host
-    .open({
-      bundle: new URL(cfg.bundlePath, BUNDLE_ORIGIN).href,
+    // The isolate has 128 MB: the model's bytes go once they are in the engine.
+    keepModelBytes: false,
+  };
+  state.host = new Host(undefined, state.hostOptions);
+  const bundle = new URL(cfg.bundlePath, BUNDLE_ORIGIN).href;
+  const lexical = () =>
+    state.host.open({
+      bundle,
       wasm: { lexical: lexicalWasm, inflate: inflateWasm },
       glue: { lexical: lexicalGlue },
       lexicalFallback: 'models_unavailable',
-    })
+    });
+  const withModels = () => {
+    const at = (file) => new URL(`${cfg.modelsPath.replace(/\/?$/, '/')}${file}`, BUNDLE_ORIGIN).href;
+    return state.host.open({
+      bundle,
+      models: { embedding: { onnx: at('model.int8.onnx'), tokenizer: at('tokenizer.json') } },
+      wasm: { full: fullWasm, inflate: inflateWasm },
+      glue: { full: fullGlue },
+      stage: 'models',
+    });
+  };
+  state.ready = (cfg.modelsPath ? withModels().catch((e) => {
+    // The models could not load: the lexical engine answers, semantic and hybrid flagged.
+    state.modelsError = String(e?.message ?? e);
+    console.log(JSON.stringify({ time: new Date().toISOString(), modelsError: String(e?.stack ?? state.modelsError) }));
+    state.host = new Host(undefined, state.hostOptions);
+    return lexical();
+  }) : lexical())
     .catch((e) => {
       state.error = e?.errorCode ? e : contractError('DOCS_COLLECTION_UNAVAILABLE', `the bundle could not be loaded: ${e?.message ?? e}`);
       state.failedAt = Date.now();
@@ -299,7 +327,8 @@ async function health(env) {
   await state.ready;
   const s = state.host.status();
   // initSync hands back the instance the host started (it instantiates only once).
-  const memory = state.error ? null : lexicalGlue.initSync({ module: lexicalWasm }).memory;
+  const [glue, wasm] = s.build === 'full' ? [fullGlue, fullWasm] : [lexicalGlue, lexicalWasm];
+  const memory = state.error ? null : glue.initSync({ module: wasm }).memory;
   const body = {
     status: state.error ? 'unavailable' : 'ok',
     version: VERSION,
@@ -315,8 +344,17 @@ async function health(env) {
       embedding: s.embedding ?? null,
       ...(state.error ? { error: state.error } : {}),
     },
-    models: { loaded: false, reason: 'models_unavailable: the embedding model does not fit a Worker isolate; semantic and hybrid are answered lexically' },
-    engine: { build: s.build ?? 'lexical', wasmMemoryBytes: memory?.buffer?.byteLength ?? null },
+    models:
+      s.build === 'full'
+        ? { loaded: true, embedding: s.embedding ?? null }
+        : {
+            loaded: false,
+            reason: state.cfg.modelsPath
+              ? `models_unavailable: the models did not load (${state.modelsError}); semantic and hybrid are answered lexically`
+              : 'models_unavailable: no MODELS_PATH is configured; semantic and hybrid are answered lexically',
+          },
+    // modelsMs: how long the bundle and the model took to load (the first hybrid answer's wait).
+    engine: { build: s.build ?? 'lexical', wasmMemoryBytes: memory?.buffer?.byteLength ?? null, ...(s.modelsMs ? { modelsMs: Math.round(s.modelsMs) } : {}) },
   };
   return json(body, state.error ? 503 : 200, { 'Cache-Control': 'no-store' });
 }
