@@ -489,6 +489,7 @@ test('with the model on its assets (MODELS_PATH) the Worker answers hybrid and s
     assets: path.join(WORK, 'assets-models'),
     work: path.join(WORK, 'plain-models'),
     vars: { MODELS_PATH: '/models/', CACHE_TTL_SECONDS: '0', RATE_LIMIT_PER_MINUTE: '0' },
+    main: 'worker-models.js',
   });
   try {
     const requests = fs.readFileSync(path.join(WORK, 'requests-models.jsonl'), 'utf8').split('\n').filter(Boolean);
@@ -516,20 +517,24 @@ test('with the model on its assets (MODELS_PATH) the Worker answers hybrid and s
   } finally {
     w.stop();
   }
-  // A model that is not there: the lexical engine answers, flagged, and healthz says why.
-  const broken = await startPlainWorkerd({
-    assets: path.join(WORK, 'assets-models'),
-    work: path.join(WORK, 'plain-models-missing'),
-    vars: { MODELS_PATH: '/nowhere/', CACHE_TTL_SECONDS: '0' },
-  });
-  try {
-    const body = await (await post(broken, { query: 'cache size', mode: 'hybrid' })).json();
-    assert.equal(body.fallbackApplied, true);
-    assert.equal(body.degradedReason, 'models_unavailable');
-    const health = await (await fetch(`${broken.url}/healthz`)).json();
-    assert.equal(health.models.loaded, false);
-    assert.match(health.models.reason, /did not load/);
-  } finally {
-    broken.stop();
+  // A model that is not there, or an upload without the full build (worker.js): the lexical
+  // engine answers, flagged, and healthz says why.
+  for (const [name, main, why] of [['missing', 'worker-models.js', /did not load/], ['lexical', 'worker.js', /no full build/]]) {
+    const broken = await startPlainWorkerd({
+      assets: path.join(WORK, 'assets-models'),
+      work: path.join(WORK, `plain-models-${name}`),
+      vars: { MODELS_PATH: name === 'missing' ? '/nowhere/' : '/models/', CACHE_TTL_SECONDS: '0' },
+      main,
+    });
+    try {
+      const body = await (await post(broken, { query: 'cache size', mode: 'hybrid' })).json();
+      assert.equal(body.fallbackApplied, true);
+      assert.equal(body.degradedReason, 'models_unavailable');
+      const health = await (await fetch(`${broken.url}/healthz`)).json();
+      assert.equal(health.models.loaded, false);
+      assert.match(health.models.reason, why);
+    } finally {
+      broken.stop();
+    }
   }
 });

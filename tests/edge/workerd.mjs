@@ -33,9 +33,9 @@ export const freePort = () =>
 const capnpString = (s) => JSON.stringify(String(s));
 
 /** Builds the upload into WORK/dist and writes WORK/config.capnp; returns the config path. */
-export function writeConfig({ assets, work, port, inspectorPort, vars = {} }) {
+export function writeConfig({ assets, work, port, inspectorPort, vars = {}, main = 'worker.js' }) {
   const dist = path.join(work, 'dist');
-  execFileSync(path.join(EDGE, 'node_modules/.bin/wrangler'), ['deploy', '--dry-run', '--outdir', dist, '--assets', assets], { cwd: EDGE, env: ENV, stdio: 'pipe' });
+  execFileSync(path.join(EDGE, 'node_modules/.bin/wrangler'), ['deploy', main, '--dry-run', '--outdir', dist, '--assets', assets], { cwd: EDGE, env: ENV, stdio: 'pipe' });
   const toml = fs.readFileSync(path.join(EDGE, 'wrangler.toml'), 'utf8');
   const compatibilityDate = /^compatibility_date = "([^"]+)"/m.exec(toml)[1];
   // Embeds are relative to the config file (WORK). The [vars] of wrangler.toml, then the caller's.
@@ -43,7 +43,7 @@ export function writeConfig({ assets, work, port, inspectorPort, vars = {} }) {
   const fromToml = Object.fromEntries([...section.matchAll(/^([A-Z_]+) = "([^"]*)"/gm)].map((m) => [m[1], m[2]]));
   const bindings = Object.entries({ ...fromToml, ...vars }).map(([k, v]) => `(name = ${capnpString(k)}, text = ${capnpString(v)})`);
   bindings.push('(name = "ASSETS", service = "assets")');
-  const modules = fs.readdirSync(dist).filter((f) => f.endsWith('.js') || f.endsWith('.wasm')).sort((a, b) => (a === 'worker.js' ? -1 : b === 'worker.js' ? 1 : a.localeCompare(b)))
+  const modules = fs.readdirSync(dist).filter((f) => f.endsWith('.js') || f.endsWith('.wasm')).sort((a, b) => (a === main ? -1 : b === main ? 1 : a.localeCompare(b)))
     .map((f) => (f.endsWith('.wasm') ? `(name = ${capnpString(f)}, wasm = embed ${capnpString(`dist/${f}`)})` : `(name = ${capnpString(f)}, esModule = embed ${capnpString(`dist/${f}`)})`));
   const config = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
@@ -110,11 +110,11 @@ export async function heapUsage(inspectorPort, url) {
   }
 }
 
-export async function startPlainWorkerd({ assets, work, vars = {}, port, inspectorPort } = {}) {
+export async function startPlainWorkerd({ assets, work, vars = {}, port, inspectorPort, main } = {}) {
   port ??= await freePort();
   inspectorPort ??= await freePort();
   fs.mkdirSync(work, { recursive: true });
-  const config = writeConfig({ assets, work, port, inspectorPort, vars });
+  const config = writeConfig({ assets, work, port, inspectorPort, vars, main });
   const child = spawn(path.join(EDGE, 'node_modules/.bin/workerd'), ['serve', config, `--inspector-addr=127.0.0.1:${inspectorPort}`], { cwd: work, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d) => (out += d));

@@ -5,8 +5,9 @@
 //   GET  /healthz                bundle and engine state, versions
 //
 // The engine is driven by the same host as the browser's (../host.js), over a bundle from static
-// assets, R2 or KV (wrangler.toml). With MODELS_PATH (the embedding model's folder on the same
-// binding) it is the full wasm build with the model: hybrid and semantic answered as natively
+// assets, R2 or KV (wrangler.toml). Deployed as worker-models.js (which hands it the full wasm
+// build) with MODELS_PATH (the embedding model's folder on the same binding), it is the full
+// build with the model: hybrid and semantic answered as natively
 // (MiniLM: 88 MiB of the isolate's 128 MB; the model's bytes are let go once loaded). Without
 // it, or when the model cannot load, it is the lexical build, and semantic and hybrid requests
 // are answered from the lexical index with `fallbackApplied: true, degradedReason:
@@ -24,13 +25,14 @@
 // request in canonical form. One JSON log line per query.
 import * as lexicalGlue from '../pkg/lexical/docloupe.js';
 import lexicalWasm from '../pkg/lexical/docloupe_bg.wasm';
-import * as fullGlue from '../pkg/full/docloupe.js';
-import fullWasm from '../pkg/full/docloupe_bg.wasm';
 import inflateWasm from '../pkg/inflate/inflate.wasm';
 import { Host, contractError } from '../host.js';
 import { canonicalRequest, statusFor, clientKey, RateLimiter, corsHeaders, jsonDepth, MAX_JSON_DEPTH } from './http.js';
 
 const VERSION = '0.1.0';
+/** The full build ({glue, wasm}) when this upload has it: worker-models.js, the entry that
+ * imports it (2.7 MB brotli of wasm, past the Free plan's 3 MB upload with gzip), sets it. */
+let fullBuild = null;
 const SEARCH_PATH = '/v1/search/docs/query';
 /** The host reads the bundle through URLs on this origin; `bundleFetch` maps them to a binding. */
 const BUNDLE_ORIGIN = 'https://bundle.docloupe.invalid';
@@ -136,12 +138,14 @@ function currentEngine(env) {
     return state.host.open({
       bundle,
       models: { embedding: { onnx: at('model.int8.onnx'), tokenizer: at('tokenizer.json') } },
-      wasm: { full: fullWasm, inflate: inflateWasm },
-      glue: { full: fullGlue },
+      wasm: { full: fullBuild.wasm, inflate: inflateWasm },
+      glue: { full: fullBuild.glue },
       stage: 'models',
     });
   };
-  state.ready = (cfg.modelsPath ? withModels().catch((e) => {
+  const models = () =>
+    fullBuild ? withModels() : Promise.reject(new Error('this upload has no full build (deploy worker-models.js)'));
+  state.ready = (cfg.modelsPath ? models().catch((e) => {
     // The models could not load: the lexical engine answers, semantic and hybrid flagged.
     state.modelsError = String(e?.message ?? e);
     console.log(JSON.stringify({ time: new Date().toISOString(), modelsError: String(e?.stack ?? state.modelsError) }));
@@ -327,7 +331,7 @@ async function health(env) {
   await state.ready;
   const s = state.host.status();
   // initSync hands back the instance the host started (it instantiates only once).
-  const [glue, wasm] = s.build === 'full' ? [fullGlue, fullWasm] : [lexicalGlue, lexicalWasm];
+  const [glue, wasm] = s.build === 'full' ? [fullBuild.glue, fullBuild.wasm] : [lexicalGlue, lexicalWasm];
   const memory = state.error ? null : glue.initSync({ module: wasm }).memory;
   const body = {
     status: state.error ? 'unavailable' : 'ok',
@@ -359,7 +363,14 @@ async function health(env) {
   return json(body, state.error ? 503 : 200, { 'Cache-Control': 'no-store' });
 }
 
-export default {
+/** The Worker with the full build (worker-models.js passes it): MODELS_PATH can then load the
+ * models. */
+export function withFullBuild(full) {
+  fullBuild = full;
+  return handler;
+}
+
+const handler = {
   async fetch(request, env, ctx) {
     const started = Date.now();
     const url = new URL(request.url);
@@ -409,3 +420,5 @@ export default {
     return response;
   },
 };
+
+export default handler;
