@@ -324,10 +324,13 @@ export class Host {
   async #fetchModelBytesAgain() {
     if (this.#models) return;
     this.#models = await fetchModels(this.#modelSpec, this.#fetch);
-    if (this.#split && this.#vectorNames) {
-      const pieces = await Promise.all(this.#vectorNames.map((n) => loadBytes(new URL(n, this.#split), `bundle file ${n}`, this.#fetch)));
-      this.#vectorFiles = this.#vectorNames.map((n, i) => [n, pieces[i]]);
-    }
+    if (this.#split && this.#vectorNames) this.#vectorFiles = await this.#fetchVectorFiles(this.#vectorNames);
+  }
+
+  /** A split bundle's vector files `names`, as [name, bytes]. */
+  async #fetchVectorFiles(names) {
+    const pieces = await Promise.all(names.map((n) => loadBytes(new URL(n, this.#split), `bundle file ${n}`, this.#fetch)));
+    return names.map((n, i) => [n, pieces[i]]);
   }
 
   async #openFullOnce(models) {
@@ -343,12 +346,9 @@ export class Host {
       (g) => g.Engine.openSplit(this.#core),
       async (engine) => {
         const names = engine.info().vectorFiles ?? [];
-        const [loaded, pieces] = await Promise.all([
-          modelsLoading,
-          Promise.all(names.map((n) => loadBytes(new URL(n, this.#split), `bundle file ${n}`, this.#fetch))),
-        ]);
-        names.forEach((n, i) => engine.addFile(n, pieces[i])); // throws the contract error object
-        this.#vectorFiles = names.map((n, i) => [n, pieces[i]]);
+        const [loaded, files] = await Promise.all([modelsLoading, this.#fetchVectorFiles(names)]);
+        for (const [n, bytes] of files) engine.addFile(n, bytes); // throws the contract error object
+        this.#vectorFiles = files;
         this.#models = loaded;
         installModels(engine, loaded, this.#rerankBudgetMs);
       },

@@ -20,7 +20,6 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use docloupe::embed;
 use prost::Message;
-use sha2::{Digest, Sha256};
 use tract_onnx::pb;
 
 /// A writing system whose letters a trimmed vocabulary keeps.
@@ -122,7 +121,7 @@ pub fn trim_model(dir: &Path, scripts: &[Script]) -> Result<Trimmed> {
         ("model.int8.onnx", &onnx_bytes),
     ] {
         let want = manifest["files"][name].as_str().unwrap_or_default();
-        if sha256(bytes) != want {
+        if embed::sha256_hex(bytes) != want {
             bail!(
                 "{} is not the file its manifest names (sha256 {want:?}): rebuild the model with `make models`",
                 dir.join(name).display()
@@ -201,9 +200,12 @@ pub fn trim_model(dir: &Path, scripts: &[Script]) -> Result<Trimmed> {
 
     let tokenizer = serde_json::to_vec(&tokenizer)?;
     let provenance = [
-        (embed::TRIMMED_FROM_MODEL, sha256(&onnx_bytes)),
-        (embed::TRIMMED_FROM_TOKENIZER, sha256(&tokenizer_bytes)),
-        (embed::TRIMMED_TOKENIZER, sha256(&tokenizer)),
+        (embed::TRIMMED_FROM_MODEL, embed::sha256_hex(&onnx_bytes)),
+        (
+            embed::TRIMMED_FROM_TOKENIZER,
+            embed::sha256_hex(&tokenizer_bytes),
+        ),
+        (embed::TRIMMED_TOKENIZER, embed::sha256_hex(&tokenizer)),
     ];
     let onnx = trim_embeddings(&onnx_bytes, &old_ids, &provenance)?;
     let mut names: Vec<&str> = scripts.iter().map(|s| s.name()).collect();
@@ -216,8 +218,8 @@ pub fn trim_model(dir: &Path, scripts: &[Script]) -> Result<Trimmed> {
         "trimmedFrom": manifest["files"].clone(),
     });
     manifest["files"] = serde_json::json!({
-        "model.int8.onnx": sha256(&onnx),
-        "tokenizer.json": sha256(&tokenizer),
+        "model.int8.onnx": embed::sha256_hex(&onnx),
+        "tokenizer.json": embed::sha256_hex(&tokenizer),
     });
     let mut manifest = serde_json::to_vec_pretty(&manifest)?;
     manifest.push(b'\n');
@@ -328,11 +330,4 @@ fn trim_embeddings(onnx: &[u8], old_ids: &[u32], metadata: &[(&str, String)]) ->
         });
     }
     Ok(model.encode_to_vec())
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }

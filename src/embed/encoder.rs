@@ -1,5 +1,6 @@
 //! Running the models: `tokenizers` + a `tract-onnx` plan (the `models` feature).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use tokenizers::{Encoding, Tokenizer};
@@ -66,7 +67,7 @@ impl std::fmt::Debug for Embedder {
 
 impl Embedder {
     pub fn new(files: &ModelFiles) -> Result<Embedder> {
-        Self::load(files, &files.onnx, &files.tokenizer)
+        Self::load(files, Cow::Borrowed(&files.onnx), &files.tokenizer)
     }
 
     /// [`Embedder::new`] that lets go of the ONNX file's bytes as soon as they are decoded,
@@ -75,23 +76,18 @@ impl Embedder {
     pub fn from_files(mut files: ModelFiles) -> Result<Embedder> {
         let onnx = std::mem::take(&mut files.onnx);
         let tokenizer = std::mem::take(&mut files.tokenizer);
-        Self::load(&files, OnnxBytes::Owned(onnx), &tokenizer)
+        Self::load(&files, Cow::Owned(onnx), &tokenizer)
     }
 
-    fn load<'a>(
-        files: &ModelFiles,
-        onnx: impl Into<OnnxBytes<'a>>,
-        tokenizer_json: &[u8],
-    ) -> Result<Embedder> {
-        let onnx = onnx.into();
+    fn load(files: &ModelFiles, onnx: Cow<[u8]>, tokenizer_json: &[u8]) -> Result<Embedder> {
         // The graph's parse and optimization (E5: about 0.75 s) on one core; the tokenizer
         // (0.13 s) and both files' sha256 (0.08 s) beside it, natively.
         let side = || {
             let tokenizer = Tokenizing::load(tokenizer_json);
-            let (sha256, tokenizer_sha256) = super::identity(onnx.bytes(), tokenizer_json);
+            let (sha256, tokenizer_sha256) = super::identity(&onnx, tokenizer_json);
             (tokenizer, sha256, tokenizer_sha256)
         };
-        let decode = || decode_onnx(onnx.bytes());
+        let decode = || decode_onnx(&onnx);
         #[cfg(not(target_arch = "wasm32"))]
         let ((tokenizer, sha256, tokenizer_sha256), proto) = rayon::join(side, decode);
         #[cfg(target_arch = "wasm32")]
@@ -236,27 +232,6 @@ const BERT_INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"]
 /// position.
 pub(crate) fn load_plan(onnx: &[u8]) -> TractResult<Arc<TypedRunnableModel>> {
     plan_for_proto(decode_onnx(onnx)?)
-}
-
-/// An ONNX file's bytes, borrowed or owned (then dropped once decoded).
-pub(crate) enum OnnxBytes<'a> {
-    Borrowed(&'a [u8]),
-    Owned(Vec<u8>),
-}
-
-impl OnnxBytes<'_> {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            OnnxBytes::Borrowed(b) => b,
-            OnnxBytes::Owned(v) => v,
-        }
-    }
-}
-
-impl<'a> From<&'a Vec<u8>> for OnnxBytes<'a> {
-    fn from(b: &'a Vec<u8>) -> Self {
-        OnnxBytes::Borrowed(b)
-    }
 }
 
 /// The file's protobuf (what tract's `model_for_read` decodes, without its copy of the bytes).

@@ -81,6 +81,40 @@ pub const TRIMMED_FROM_MODEL: &str = "docloupe.trimmedFrom.model.sha256";
 pub const TRIMMED_FROM_TOKENIZER: &str = "docloupe.trimmedFrom.tokenizer.sha256";
 pub const TRIMMED_TOKENIZER: &str = "docloupe.tokenizer.sha256";
 
+/// What a trimmed model's ONNX file says of itself (`index-builder trim-model`).
+#[cfg(feature = "models")]
+pub struct TrimmedFrom {
+    /// The full model's ONNX and tokenizer sha256s.
+    pub model: String,
+    pub tokenizer: String,
+    /// The sha256 of the trimmed tokenizer the file goes with.
+    pub trimmed_tokenizer: String,
+}
+
+/// The provenance in `onnx`'s metadata when it is a model trimmed to some scripts, read without
+/// parsing the graph (its bytes are skipped) and without hashing anything.
+#[cfg(feature = "models")]
+pub fn trimmed_from(onnx: &[u8]) -> Option<TrimmedFrom> {
+    /// A `ModelProto` read for its metadata alone.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Metadata {
+        #[prost(message, repeated, tag = "14")]
+        metadata_props: Vec<tract_onnx::pb::StringStringEntryProto>,
+    }
+    let m = <Metadata as prost::Message>::decode(onnx).ok()?;
+    let get = |key: &str| {
+        m.metadata_props
+            .iter()
+            .find(|p| p.key == key)
+            .map(|p| p.value.clone())
+    };
+    Some(TrimmedFrom {
+        model: get(TRIMMED_FROM_MODEL)?,
+        tokenizer: get(TRIMMED_FROM_TOKENIZER)?,
+        trimmed_tokenizer: get(TRIMMED_TOKENIZER)?,
+    })
+}
+
 /// The (ONNX, tokenizer) sha256s a bundle records for a model's files: their own, or for a
 /// model trimmed to some scripts with the tokenizer it was trimmed with, the full model's.
 /// The trimmed model gives every text in its scripts the full model's tokens and vector, so
@@ -88,31 +122,11 @@ pub const TRIMMED_TOKENIZER: &str = "docloupe.tokenizer.sha256";
 /// tokens where the full model had pieces.
 #[cfg(feature = "models")]
 pub fn identity(onnx: &[u8], tokenizer: &[u8]) -> (String, String) {
-    /// A `ModelProto` read for its metadata alone: the graph's bytes are skipped, not parsed.
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct Metadata {
-        #[prost(message, repeated, tag = "14")]
-        metadata_props: Vec<tract_onnx::pb::StringStringEntryProto>,
+    let own_tokenizer = sha256_hex(tokenizer);
+    match trimmed_from(onnx) {
+        Some(t) if t.trimmed_tokenizer == own_tokenizer => (t.model, t.tokenizer),
+        _ => (sha256_hex(onnx), own_tokenizer),
     }
-    let (own_onnx, own_tokenizer) = (sha256_hex(onnx), sha256_hex(tokenizer));
-    if let Ok(m) = <Metadata as prost::Message>::decode(onnx) {
-        let get = |key: &str| {
-            m.metadata_props
-                .iter()
-                .find(|p| p.key == key)
-                .map(|p| p.value.clone())
-        };
-        if let (Some(model), Some(tokenizer), Some(mine)) = (
-            get(TRIMMED_FROM_MODEL),
-            get(TRIMMED_FROM_TOKENIZER),
-            get(TRIMMED_TOKENIZER),
-        ) {
-            if mine == own_tokenizer {
-                return (model, tokenizer);
-            }
-        }
-    }
-    (own_onnx, own_tokenizer)
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -114,7 +114,7 @@ function currentEngine(env) {
   if (engine && !(engine.error && now - engine.failedAt > RETRY_AFTER_FAILURE_MS)) return engine;
   const cfg = settings(env);
   const state = { host: null, ready: null, version: null, error: null, failedAt: 0, openedAt: now, cfg };
-  state.hostOptions = {
+  const hostOptions = {
     fetch: bundleFetch(env, cfg, async (bytes) => {
       state.version = hex(await crypto.subtle.digest('SHA-256', bytes));
     }),
@@ -124,7 +124,7 @@ function currentEngine(env) {
     // The isolate has 128 MB: the model's bytes go once they are in the engine.
     keepModelBytes: false,
   };
-  state.host = new Host(undefined, state.hostOptions);
+  state.host = new Host(undefined, hostOptions);
   const bundle = new URL(cfg.bundlePath, BUNDLE_ORIGIN).href;
   const lexical = () =>
     state.host.open({
@@ -149,7 +149,7 @@ function currentEngine(env) {
     // The models could not load: the lexical engine answers, semantic and hybrid flagged.
     state.modelsError = String(e?.message ?? e);
     console.log(JSON.stringify({ time: new Date().toISOString(), modelsError: String(e?.stack ?? state.modelsError) }));
-    state.host = new Host(undefined, state.hostOptions);
+    state.host = new Host(undefined, hostOptions);
     return lexical();
   }) : lexical())
     .catch((e) => {
