@@ -265,4 +265,13 @@ impl WasmEngine {
             "rerankerReady": self.inner.reranker_ready(),
         }))
     }
+
+    /// Drops the shards of a split bundle that searches have added (its core and vectors
+    /// stay): how a host with the models bounds its memory without loading them again. Only
+    /// in the builds with models (the lexical host starts a new engine over the core instead).
+    #[cfg(feature = "models")]
+    #[wasm_bindgen(js_name = forgetFiles)]
+    pub fn forget_files(&mut self) {
+        self.inner.forget_split_files();
+    }
 }

@@ -74,6 +74,11 @@ export interface EngineStatus {
   modelsMs?: number;
   /** Why loading the models failed (phase "failed"). */
   error?: ErrorResponse;
+  /** The engine's wasm memory when this status was taken, in bytes (it never shrinks). */
+  wasmMemoryBytes?: number;
+  /** A split bundle's shard files the engine holds now, and the bound past which it lets them go. */
+  splitFileBytes?: number;
+  maxFileBytes?: number;
 }
 
 export type Mode = 'hybrid' | 'fulltext' | 'semantic';

@@ -206,9 +206,10 @@ export class Host {
 
   /**
    * `options.fetch` replaces `fetch` for every URL the host loads (a Worker maps bundle URLs
-   * onto its asset, R2 or KV bindings); `options.maxFileBytes` bounds what a split bundle's
-   * lexical engine keeps: past it, the next search starts from a fresh engine over the core
-   * (a long-lived edge isolate must not grow with every query's shards).
+   * onto its asset, R2 or KV bindings); `options.maxFileBytes` bounds the shards a split
+   * bundle's engine keeps: past it, the next search starts from a fresh lexical engine over
+   * the core, or the engine with the models drops its shards (a long-lived edge isolate must
+   * not grow with every query's shards).
    * `options.shareFetches: false` makes every search fetch the files it needs itself instead
    * of waiting on a fetch another search started: a Worker must, since workerd cancels a
    * request that waits on another request's I/O as hung (a plain-text 500 under load).
@@ -394,9 +395,18 @@ export class Host {
         // searches between their rounds keep the old one (its files are what their next
         // round needs) until they are done.
         const current = this.#current;
-        if (round === 0 && current.fileBytes > this.#maxFileBytes && current.build === this.#lexical) {
-          this.#current = current.fork((g) => this.#configureLexical(this.#openLexical(g)));
-          current.retire();
+        if (round === 0 && current.fileBytes > this.#maxFileBytes) {
+          if (current.build === this.#lexical) {
+            this.#current = current.fork((g) => this.#configureLexical(this.#openLexical(g)));
+            current.retire();
+          } else if (current.users === 0) {
+            // The full engine keeps its models (loading them again would hold two at once):
+            // it drops the shards searches added instead, its core and vectors staying, while
+            // no search is between its rounds (their files are what their next round reads).
+            current.engine.forgetFiles();
+            current.files.clear();
+            current.fileBytes = 0;
+          }
         }
         if (instance === null || instance.spent) {
           instance?.release();
@@ -498,8 +508,22 @@ export class Host {
     }
   }
 
+  /** Changes `options.maxFileBytes` (a Worker lowers it once the models are in). */
+  setMaxFileBytes(bytes) {
+    this.#maxFileBytes = bytes;
+  }
+
   status() {
-    return { ...this.#status };
+    // The engine's wasm memory now (it grows, never shrinks): what the loaded build and
+    // model and the bundle's files take. initSync hands back the running instance's exports.
+    const current = this.#current;
+    const memory = current && !current.freed ? current.glue.initSync({ module: current.build.module })?.memory : null;
+    return {
+      ...this.#status,
+      ...(memory ? { wasmMemoryBytes: memory.buffer.byteLength } : {}),
+      // The split bundle's shard files the engine now holds, and what it may hold.
+      ...(current && this.#split ? { splitFileBytes: current.fileBytes, maxFileBytes: this.#maxFileBytes } : {}),
+    };
   }
 
   /** One operation by name: how worker.js and the main-thread fallback both drive a host. */

@@ -484,7 +484,7 @@ test('plain workerd (the upload wrangler builds, no wrangler dev, no Cache API s
   }
 });
 
-test('with the model on its assets (MODELS_PATH) the Worker answers hybrid and semantic as native does, inside 128 MB', async () => {
+test('with the model on its assets (MODELS_PATH) the Worker answers hybrid and semantic as native does, inside 128 MB, its shards bounded by what the model leaves', async () => {
   const w = await startPlainWorkerd({
     assets: path.join(WORK, 'assets-models'),
     work: path.join(WORK, 'plain-models'),
@@ -514,6 +514,30 @@ test('with the model on its assets (MODELS_PATH) the Worker answers hybrid and s
     const total = heap.usedBytes + heap.backingStorageBytes + health.engine.wasmMemoryBytes;
     console.log(`isolate with MiniLM loaded: JS heap ${(heap.usedBytes / 1048576).toFixed(1)} MiB, buffers ${(heap.backingStorageBytes / 1048576).toFixed(1)} MiB, wasm memory ${(health.engine.wasmMemoryBytes / 1048576).toFixed(1)} MiB: ${(total / 1048576).toFixed(1)} MiB`);
     assert.ok(total < 128 * 1048576, `${total} bytes`);
+    // The shards may take what the model left of the isolate, not BUNDLE_MEMORY_BYTES' 48 MiB.
+    assert.ok(health.engine.shardBudgetBytes + health.engine.wasmMemoryBytes < 128 * 1048576, JSON.stringify(health.engine));
+    assert.ok(health.engine.shardBytes > 0, JSON.stringify(health.engine));
+    // Past the budget (1 byte here) the engine keeps its model and drops its shards before the
+    // next search: the same answers; the first request, asked again last, fetches its shards
+    // again (the engine had let them go), and only those are held.
+    const tight = await startPlainWorkerd({
+      assets: path.join(WORK, 'assets-models'),
+      work: path.join(WORK, 'plain-models-tight'),
+      vars: { MODELS_PATH: '/models/', CACHE_TTL_SECONDS: '0', RATE_LIMIT_PER_MINUTE: '0', BUNDLE_MEMORY_BYTES: '1' },
+      main: 'worker-models.js',
+    });
+    try {
+      const strip = (t) => t.replace(/,"timings":\{[^}]*\}/, '');
+      for (const [i, r] of [...requests.entries(), [0, requests[0]]]) {
+        const text = await (await post(tight, r)).text();
+        assert.equal(strip(text), strip(answers[i]), `request ${i}: ${r}`);
+      }
+      const after = (await (await fetch(`${tight.url}/healthz`)).json()).engine;
+      assert.equal(after.shardBudgetBytes, 1);
+      assert.ok(after.shardBytes > 0 && after.shardBytes <= health.engine.shardBytes, `${JSON.stringify(after)} vs ${JSON.stringify(health.engine)}`);
+    } finally {
+      tight.stop();
+    }
   } finally {
     w.stop();
   }

@@ -106,6 +106,19 @@ function bundleFetch(env, cfg, onBundleBytes) {
 
 const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, '0')).join('');
 
+/**
+ * What a split bundle's shards may hold once the models are in: Cloudflare gives an isolate
+ * 128 MB for its JavaScript heap and its wasm memory together, and the wasm memory already
+ * holds the model and the vectors (MiniLM and cpp-docs' vectors: ~100 MiB). The shards take
+ * what is left less HEADROOM_BYTES (the JS heap, a search's own allocations, and the shards'
+ * decoded form, larger than their files), at least 2 MiB, and never more than
+ * BUNDLE_MEMORY_BYTES.
+ */
+const ISOLATE_BYTES = 128 * 1024 * 1024;
+const HEADROOM_BYTES = 16 * 1024 * 1024;
+const shardBudget = (configured, wasmBytes) =>
+  Math.min(configured, Math.max(2 * 1024 * 1024, ISOLATE_BYTES - HEADROOM_BYTES - wasmBytes));
+
 /** The isolate's engine: opened on first use, tried again a while after a failure. */
 let engine = null;
 
@@ -133,15 +146,18 @@ function currentEngine(env) {
       glue: { lexical: lexicalGlue },
       lexicalFallback: 'models_unavailable',
     });
-  const withModels = () => {
+  const withModels = async () => {
     const at = (file) => new URL(`${cfg.modelsPath.replace(/\/?$/, '/')}${file}`, BUNDLE_ORIGIN).href;
-    return state.host.open({
+    const opened = await state.host.open({
       bundle,
       models: { embedding: { onnx: at('model.int8.onnx'), tokenizer: at('tokenizer.json') } },
       wasm: { full: fullBuild.wasm, inflate: inflateWasm },
       glue: { full: fullBuild.glue },
       stage: 'models',
     });
+    // The shards may take what the model and the vectors left of the isolate's memory.
+    state.host.setMaxFileBytes(shardBudget(cfg.memoryBytes, state.host.status().wasmMemoryBytes ?? 0));
+    return opened;
   };
   const models = () =>
     fullBuild ? withModels() : Promise.reject(new Error('this upload has no full build (deploy worker-models.js)'));
@@ -358,7 +374,13 @@ async function health(env) {
               : 'models_unavailable: no MODELS_PATH is configured; semantic and hybrid are answered lexically',
           },
     // modelsMs: how long the bundle and the model took to load (the first hybrid answer's wait).
-    engine: { build: s.build ?? 'lexical', wasmMemoryBytes: memory?.buffer?.byteLength ?? null, ...(s.modelsMs ? { modelsMs: Math.round(s.modelsMs) } : {}) },
+    engine: {
+      build: s.build ?? 'lexical',
+      wasmMemoryBytes: memory?.buffer?.byteLength ?? null,
+      ...(s.modelsMs ? { modelsMs: Math.round(s.modelsMs) } : {}),
+      // A split bundle's shards held now, and the bound past which the engine lets them go.
+      ...(s.split ? { shardBytes: s.splitFileBytes ?? 0, shardBudgetBytes: s.maxFileBytes ?? null } : {}),
+    },
   };
   return json(body, state.error ? 503 : 200, { 'Cache-Control': 'no-store' });
 }
