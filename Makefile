@@ -38,7 +38,7 @@ help:
 	@echo "make bench-hostile  1,000- to 25,000-page PDFs and a folder of hostile inputs: build time and peak memory"
 	@echo "make bench-scale  110K documents: build, sizes, split, CLI/MCP/Worker latency and memory (SCALE_ARGS=--embeddings: ~7.5 h)"
 	@echo "make edge   the search API as a Cloudflare Worker on local workerd, http://127.0.0.1:8787 (demo bundle)"
-	@echo "make bench-edge  wrk load on the local Worker (100 connections, 30 s), RSS, size vs Cloudflare's limits"
+	@echo "make bench-edge  wrk load on the local Worker (100 connections, 30 s): lexical on the demo bundle, then hybrid with MiniLM on cpp-docs (~40 min the first time); memory, cold start, sizes vs Cloudflare's limits"
 	@echo "make bench-serve  docloupe serve under wrk over 102,168 documents with vectors: 100 and 200 connections, cache off and on, reloads"
 	@echo "make package  the npm tarballs (docloupe, @docloupe/linux-x64, the models) in target/npm"
 	@echo "make try-recipes  build a sample site with mdBook, VitePress, Docusaurus, Starlight + docloupe; check each in Chromium"
@@ -125,10 +125,12 @@ bench-serve: models build
 	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends wrk >/dev/null; }
 	MODEL_DIR=$(MODEL_DIR) bash tests/bench/serve.sh
 
-# Load on the local Worker (wrk from Debian, 100 connections, 30 s) and its size against Cloudflare's limits.
-bench-edge: demo-bundle wasm-lexical setup-edge
+# Load on the local Worker (wrk from Debian, 100 connections, 30 s) and its size against Cloudflare's
+# limits: worker.js on the demo bundle, then worker-models.js with MiniLM, hybrid, on cpp-docs.
+bench-edge: demo-bundle models build wasm setup-edge
 	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends wrk >/dev/null; }
 	DEMO_DIR=$(DEMO_DIR) bash tests/edge/bench.sh
+	MODEL_DIR=$(MODEL_DIR) bash tests/edge/bench-models.sh
 
 lint: setup-wasm
 	$(CARGO) fmt --all -- --check
@@ -199,7 +201,7 @@ bench-quality: models build calibration
 # pagefind, marked), the cpp-docs bundle built once into the cache (~40 min on 2 cores).
 bench-web: models build wasm
 	@cd tests/bench/web && npm ci --no-audit --no-fund --loglevel=error
-	node tests/bench/web/bench.mjs --model-dir $(MODEL_DIR) --reranker-dir $(RERANKER_DIR)
+	node tests/bench/web/bench.mjs --model-dir $(MODEL_DIR) --reranker-dir $(RERANKER_DIR) --e5-dir $(E5_DIR)
 
 # The part of bench-web that needs no model (first fulltext result cold, a misspelt first
 # query, warm fulltext, Pagefind) over a cpp-docs bundle built without embeddings (≈ 20 s).

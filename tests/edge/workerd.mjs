@@ -142,18 +142,75 @@ export async function startPlainWorkerd({ assets, work, vars = {}, port, inspect
   };
 }
 
+/**
+ * Cold starts: RUNS times, a new workerd (so a new isolate), timed from the moment its socket
+ * accepts connections to the end of the first search's answer (`body`, a contract request): the
+ * Worker's script, the bundle's core and, with MODELS_PATH, the model all load inside it.
+ * Returns {ms: [...], answers: [{fallbackApplied, degradedReason, results}]}.
+ */
+export async function coldStarts({ assets, work, runs = 3, body, main, vars = {} }) {
+  const ms = [];
+  const answers = [];
+  for (let i = 0; i < runs; i++) {
+    const port = await freePort();
+    const dir = path.join(work, `cold-${i}`);
+    fs.mkdirSync(dir, { recursive: true });
+    const config = writeConfig({ assets, work: dir, port, inspectorPort: await freePort(), vars, main });
+    const child = spawn(path.join(EDGE, 'node_modules/.bin/workerd'), ['serve', config], { cwd: dir, env: ENV, stdio: 'ignore' });
+    try {
+      const accepts = () => new Promise((resolve) => {
+        const s = net.connect(port, '127.0.0.1', () => s.end(() => resolve(true)));
+        s.on('error', () => resolve(false));
+      });
+      const deadline = Date.now() + 60_000;
+      while (!(await accepts())) {
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`workerd did not start (exit ${child.exitCode})`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const t0 = performance.now();
+      const r = await fetch(`http://127.0.0.1:${port}/v1/search/docs/query`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      const answer = await r.json();
+      ms.push(performance.now() - t0);
+      if (r.status !== 200) throw new Error(`the first search answered ${r.status}: ${JSON.stringify(answer)}`);
+      answers.push({ fallbackApplied: answer.fallbackApplied, degradedReason: answer.degradedReason ?? null, results: answer.results.length });
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on('exit', resolve)));
+    }
+  }
+  return { ms, answers };
+}
+
+/** `--main FILE` and `--var NAME=VALUE` (repeatable) from the command line. */
+function options(argv) {
+  const out = { vars: {} };
+  for (let i = 0; i < argv.length; i += 2) {
+    if (argv[i] === '--main') out.main = argv[i + 1];
+    else if (argv[i] === '--var' && /^[A-Z_]+=/.test(argv[i + 1] ?? '')) {
+      const [k, ...v] = argv[i + 1].split('=');
+      out.vars[k] = v.join('=');
+    } else throw new Error(`unknown option ${argv[i]} ${argv[i + 1] ?? ''}`);
+  }
+  return out;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [cmd, ...args] = process.argv.slice(2);
   if (cmd === 'heap') {
     console.log(JSON.stringify(await heapUsage(args[0], args[1])));
   } else if (cmd === 'serve') {
     const [assets, work, port, inspectorPort] = args;
-    const w = await startPlainWorkerd({ assets, work, port: Number(port), inspectorPort: Number(inspectorPort) });
+    const w = await startPlainWorkerd({ assets, work, port: Number(port), inspectorPort: Number(inspectorPort), ...options(args.slice(4)) });
     console.log(JSON.stringify({ url: w.url, pid: w.pid, inspectorPort: w.inspectorPort }));
     for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { w.stop(); process.exit(0); });
     process.exitCode = (await w.exited) ?? 0;
+  } else if (cmd === 'cold') {
+    const [assets, work, runs, body] = args;
+    console.log(JSON.stringify(await coldStarts({ assets, work, runs: Number(runs), body, ...options(args.slice(4)) })));
   } else {
-    console.error('usage: workerd.mjs serve ASSETS WORK PORT INSPECTOR_PORT | heap INSPECTOR_PORT URL');
+    console.error('usage: workerd.mjs serve ASSETS WORK PORT INSPECTOR_PORT [--main FILE] [--var NAME=VALUE]...\n'
+      + '       workerd.mjs cold ASSETS WORK RUNS REQUEST_JSON [--main FILE] [--var NAME=VALUE]...\n'
+      + '       workerd.mjs heap INSPECTOR_PORT URL');
     process.exit(2);
   }
 }

@@ -16,7 +16,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../../www/chromium.mjs';
-import { prepareCorpus, renderHtml } from './corpus.mjs';
+import { bundleWithEmbeddings, prepareCorpus, renderHtml, splitBundle } from './corpus.mjs';
 import { benchDocloupe } from './docloupe.mjs';
 import { benchOrt } from './ort.mjs';
 import { benchPagefind } from './pagefind.mjs';
@@ -30,6 +30,8 @@ const arg = (name) => {
 };
 const modelDir = fulltextOnly ? null : arg('--model-dir');
 const rerankerDir = fulltextOnly ? null : arg('--reranker-dir');
+// Optional: multilingual-e5-small, for the wire bytes of it whole and trimmed to Latin + Cyrillic.
+const e5Dir = !fulltextOnly && process.argv.includes('--e5-dir') ? arg('--e5-dir') : null;
 // A cold first query with a typo in each of two words (in fulltext: found through the term dictionary).
 const TYPO_QUERY = 'lamda capture by refrence';
 const CACHE = process.env.DOCLOUPE_CACHE || path.join(os.homedir(), '.cache/docloupe');
@@ -56,30 +58,47 @@ function sizes(file) {
   };
 }
 
-/** The corpus's bundle, built once (atomically, by index-builder) into the cache. */
+/** The corpus's bundle: with embeddings, built once into the cache; without, built anew (≈ 20 s). */
 function ensureBundle(mdDir) {
-  if (fulltextOnly) {
-    const bundle = path.join(WORK, 'cpp-docs-lexical.bundle');
-    execFileSync(path.join(ROOT, 'target/release/index-builder'),
-      ['build', mdDir, '--out', bundle, '--no-embeddings', '--force-rebuild', '--project', 'microsoft/cpp-docs', '--quiet'],
-      { stdio: ['ignore', 'ignore', 'inherit'] });
-    return bundle;
-  }
-  const bundle = path.join(WORK, 'cpp-docs.bundle');
-  if (!fs.existsSync(bundle)) {
-    console.error('[bench-web] building the cpp-docs bundle with embeddings (once; ~40 min on 2 cores)');
-    execFileSync(path.join(ROOT, 'target/release/index-builder'),
-      ['build', mdDir, '--out', bundle, '--model', modelDir, '--project', 'microsoft/cpp-docs', '--quiet'],
-      { stdio: ['ignore', 'ignore', 'inherit'] });
-  }
+  if (!fulltextOnly) return bundleWithEmbeddings(WORK, mdDir, modelDir);
+  const bundle = path.join(WORK, 'cpp-docs-lexical.bundle');
+  execFileSync(path.join(ROOT, 'target/release/index-builder'),
+    ['build', mdDir, '--out', bundle, '--no-embeddings', '--force-rebuild', '--project', 'microsoft/cpp-docs', '--quiet'],
+    { stdio: ['ignore', 'ignore', 'inherit'] });
   return bundle;
 }
 
-/** The bundle's split layout, cut anew each run (a few seconds) so it follows the builder's shard sizes. */
-function ensureSplit(bundle) {
-  const dir = path.join(WORK, fulltextOnly ? 'cpp-docs-lexical.split' : 'cpp-docs.split');
-  execFileSync(path.join(ROOT, 'target/release/index-builder'), ['split', bundle, '--out', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
-  return dir;
+const ensureSplit = (bundle) => splitBundle(bundle, path.join(WORK, fulltextOnly ? 'cpp-docs-lexical.split' : 'cpp-docs.split'));
+
+/**
+ * What each model costs on the wire: its ONNX file and tokenizer at brotli 11, as a site or a
+ * Worker's assets serve them. Compressing E5 takes ~10 minutes: sizes are cached by file, size and
+ * modification time in WORK/wire-sizes.json. E5 trimmed to Latin + Cyrillic (index-builder
+ * trim-model, as a Russian-and-English site deploys it) is made once into WORK.
+ */
+function modelWireBytes() {
+  const cacheFile = path.join(WORK, 'wire-sizes.json');
+  const cache = fs.existsSync(cacheFile) ? JSON.parse(fs.readFileSync(cacheFile, 'utf8')) : {};
+  const brotli = (file) => {
+    const st = fs.statSync(file);
+    const key = `${file}:${st.size}:${st.mtimeMs}`;
+    cache[key] ??= sizes(file).brotli;
+    return cache[key];
+  };
+  const models = [['all-MiniLM-L6-v2', modelDir]];
+  if (e5Dir) {
+    const trimmed = path.join(WORK, 'e5-latin-cyrillic');
+    if (!fs.existsSync(path.join(trimmed, 'manifest.json'))) {
+      execFileSync(path.join(ROOT, 'target/release/index-builder'), ['trim-model', '--scripts', 'latin,cyrillic', '--out', trimmed, e5Dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+    }
+    models.push(['multilingual-e5-small', e5Dir], ['multilingual-e5-small, latin + cyrillic', trimmed]);
+  }
+  const out = models.map(([name, dir]) => {
+    const files = ['model.int8.onnx', 'tokenizer.json'].map((f) => path.join(dir, f));
+    return { name, raw: files.map((f) => fs.statSync(f).size), brotli: files.map(brotli) };
+  });
+  fs.writeFileSync(cacheFile, JSON.stringify(cache, null, 1));
+  return out;
 }
 
 /** Our tokenizer's ids for each query, so onnxruntime-web embeds exactly what we embed. */
@@ -96,6 +115,7 @@ await step('html for pagefind', () => renderHtml(mdDir, htmlDir));
 const bundlePath = await step('bundle', () => ensureBundle(mdDir));
 const splitDir = await step('split bundle', () => ensureSplit(bundlePath));
 const ids = fulltextOnly ? null : await step('token ids', tokenIds);
+const wire = fulltextOnly ? null : await step('wire bytes per model', modelWireBytes);
 const wasm = {
   lexical: sizes(path.join(ROOT, 'www/pkg/lexical/docloupe_bg.wasm')),
   full: sizes(path.join(ROOT, 'www/pkg/full/docloupe_bg.wasm')),
@@ -145,6 +165,8 @@ if (fulltextOnly) {
 }
 console.log(`  models: ready at ${ms(ours.models.readyMs)} since navigation (${ms(ours.models.modelsMs)} after open), ${mb(ours.models.bytes)} in ${ours.models.requests} requests in all; hybrid before then: fallbackApplied=${ours.models.earlyHybrid.fallbackApplied}, degradedReason=${ours.models.earlyHybrid.degradedReason}`);
 console.log(`    of which the vectors: ${mb(ours.models.vectorBytes)} in ${ours.models.vectorFiles} vec-N.bin files (no file holds the whole bundle)`);
+const ld = ours.loaded;
+console.log(`  with the embedding model only (the default second stage): wasm memory ${(ld.wasmMemoryBytes / 1048576).toFixed(1)} MiB once loaded; first hybrid answer ${ms(ld.firstHybridMs)} since navigation (models ready at ${ms(ld.readyMs)}; fallbackApplied=${ld.firstHybridFallback})`);
 const hb = ours.hybridBytes;
 console.log(`  each hybrid query once the models are in, its shards cold: median ${kb(hb.medianCold)} (p95 ${kb(hb.p95Cold)}) in ${hb.medianRequests} requests, p50 ${ms(hb.medianMs)}, p95 ${ms(hb.p95Ms)}; the ${queries.length} again, warm: ${hb.warm} bytes`);
 console.log('  mode                    p50 (page)  p95 (page)  p50 engine  p95 engine');
@@ -156,6 +178,9 @@ console.log(`  cross-encoder rerank stage alone: p50 ${ms(ours.reranked.rerank.m
 const p = ours.portable;
 console.log(`  portable kernels (pkg/portable, answers equal native --kernels portable byte for byte): models in ${ms(p.modelsMs)} after open;`);
 console.log(`    hybrid p50 ${ms(p.hybrid.medianMs)}, p95 ${ms(p.hybrid.p95Ms)} (embedding p50 ${ms(p.hybrid.embed.medianMs)}: ${(p.hybrid.embed.medianMs / ours.hybrid.embed.medianMs).toFixed(2)}× simd128); hybrid+rerank of 20 p50 ${ms(p.reranked.medianMs)}, p95 ${ms(p.reranked.p95Ms)} (rerank p50 ${ms(p.reranked.rerank.medianMs)}: ${(p.reranked.rerank.medianMs / ours.reranked.rerank.medianMs).toFixed(2)}× simd128)`);
+
+console.log('\nmodels on the wire (brotli 11; ONNX + tokenizer):');
+for (const m of wire) console.log(`  ${m.name.padEnd(40)} ${mb(m.brotli[0] + m.brotli[1]).padStart(10)} (${mb(m.brotli[0])} + ${mb(m.brotli[1])}; raw ${mb(m.raw[0] + m.raw[1])})`);
 
 console.log(`\nquery embedding, same ${queries.length} queries, same token ids:`);
 console.log(`  docloupe (tract, int8, wasm simd128): p50 ${ms(ours.hybrid.embed.medianMs)}, p95 ${ms(ours.hybrid.embed.p95Ms)}`);
@@ -176,4 +201,4 @@ goal(`hybrid p95 ≤ 30 ms after models load: ${ms(ours.hybrid.p95Ms)}`, ours.hy
 goal(`hybrid + second stage (default, learned) p95 ≤ 300 ms: ${ms(ours.learned.p95Ms)}`, ours.learned.p95Ms <= 300);
 goal(`hybrid + cross-encoder rerank of 20 p95 ≤ 300 ms: ${ms(ours.reranked.p95Ms)}`, ours.reranked.p95Ms <= 300);
 goal(`embedding ≤ 1.0× ORT-web fp32: ${(ours.hybrid.embed.medianMs / ort.medianMs).toFixed(2)}×`, ours.hybrid.embed.medianMs <= ort.medianMs);
-fs.writeFileSync(path.join(WORK, 'last-run.json'), JSON.stringify({ wasm, ours, ort, pf, queries, bundleBytes }, null, 1));
+fs.writeFileSync(path.join(WORK, 'last-run.json'), JSON.stringify({ wasm, ours, ort, pf, wire, queries, bundleBytes }, null, 1));

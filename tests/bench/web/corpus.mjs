@@ -1,9 +1,14 @@
 // The benchmark corpus: MicrosoftDocs/cpp-docs (CC BY 4.0) from ../shared, unpacked into the
-// cache (never into the repository) and rendered to HTML pages for the HTML-based engines.
+// cache (never into the repository), built into a bundle with embeddings (make bench-web and
+// make bench-edge share it) and rendered to HTML pages for the HTML-based engines.
+//   node tests/bench/web/corpus.mjs split CACHE_DIR MODEL_DIR OUT_DIR: the bundle's split layout.
 import { execFileSync } from 'node:child_process';
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { marked } from 'marked';
+import { fileURLToPath } from 'node:url';
+
+const INDEX_BUILDER = path.resolve(import.meta.dirname, '../../../target/release/index-builder');
 
 const ARCHIVE = path.resolve(
   import.meta.dirname, '../../../../shared/corpora/en-large-cpp-docs.tar.gz');
@@ -23,6 +28,23 @@ export async function prepareCorpus(cacheDir) {
     await fs.writeFile(marker, `${ARCHIVE}\n`);
   }
   return { mdDir };
+}
+
+/** The corpus's bundle built with the model at `modelDir`, once (atomically, by index-builder). */
+export function bundleWithEmbeddings(cacheDir, mdDir, modelDir) {
+  const bundle = path.join(cacheDir, 'cpp-docs.bundle');
+  if (!fsSync.existsSync(bundle)) {
+    console.error('[cpp-docs] building the bundle with embeddings (once; ~40 min on 2 cores)');
+    execFileSync(INDEX_BUILDER, ['build', mdDir, '--out', bundle, '--model', modelDir, '--project', 'microsoft/cpp-docs', '--quiet'],
+      { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  return bundle;
+}
+
+/** The bundle's split layout, cut anew each run (a few seconds) so it follows the builder's shard sizes. */
+export function splitBundle(bundle, dir) {
+  execFileSync(INDEX_BUILDER, ['split', bundle, '--out', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  return dir;
 }
 
 async function* markdownFiles(dir) {
@@ -49,6 +71,7 @@ function pageTitle(frontMatter, body, file) {
  * Only <main data-pagefind-body> is indexed by Pagefind, as on a real docs site.
  */
 export async function renderHtml(mdDir, htmlDir) {
+  const { marked } = await import('marked');
   const marker = path.join(htmlDir, '.rendered');
   if (await exists(marker)) return;
   await fs.rm(htmlDir, { recursive: true, force: true });
@@ -65,4 +88,14 @@ export async function renderHtml(mdDir, htmlDir) {
     await fs.writeFile(out, html);
   }
   await fs.writeFile(marker, `${mdDir}\n`);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const [cmd, cacheDir, modelDir, out] = process.argv.slice(2);
+  if (cmd !== 'split' || !out) {
+    console.error('usage: corpus.mjs split CACHE_DIR MODEL_DIR OUT_DIR');
+    process.exit(2);
+  }
+  const { mdDir } = await prepareCorpus(cacheDir);
+  splitBundle(bundleWithEmbeddings(cacheDir, mdDir, path.resolve(modelDir)), out);
 }

@@ -157,7 +157,8 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
     await d.call('benchOpen', { bundle: '/split/', models: embeddingOnly, worker: true }, 'open with the embedding model only');
     const readyLearned = await d.call('benchReady', null, 'embedding model');
     if (readyLearned.phase !== 'ready') throw new Error(`models failed: ${JSON.stringify(readyLearned.error)}`);
-    for (const query of queries.slice(0, 3)) await d.call('benchSearch', { query, rerank: true }, 'warm-up');
+    const warmUps = [];
+    for (const query of queries.slice(0, 3)) warmUps.push(await d.call('benchSearch', { query, rerank: true }, 'warm-up'));
     const learned = await runWarm(d.call, { mode: 'hybrid', rerank: true });
     await d.context.close();
 
@@ -187,6 +188,14 @@ export async function benchDocloupe({ browser, bundlePath, splitDir, modelDir, r
         requests: withModels.requests,
         vectorBytes: vectorRequests.reduce((n, r) => n + r.bytes, 0),
         vectorFiles: vectorRequests.length,
+      },
+      // The engine with the embedding model only, as a site deploys it: its wasm memory once
+      // the model and the vectors are in, and its first answer with them since navigation.
+      loaded: {
+        wasmMemoryBytes: readyLearned.wasmMemoryBytes,
+        readyMs: readyLearned.sinceNavigationMs,
+        firstHybridMs: warmUps[0].sinceNavigationMs,
+        firstHybridFallback: warmUps[0].fallbackApplied,
       },
       hybridBytes: {
         medianCold: median(hybridCold.map((q) => q.bytes)),
