@@ -109,7 +109,7 @@ const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart
 /**
  * What a split bundle's shards may hold once the models are in: Cloudflare gives an isolate
  * 128 MB for its JavaScript heap and its wasm memory together, and the wasm memory already
- * holds the model and the vectors (MiniLM and cpp-docs' vectors: ~100 MiB). The shards take
+ * holds the model and the vectors (MiniLM and cpp-docs' vectors: 111 MiB). The shards take
  * what is left less HEADROOM_BYTES (the JS heap, a search's own allocations, and the shards'
  * decoded form, larger than their files), at least 2 MiB, and never more than
  * BUNDLE_MEMORY_BYTES.
