@@ -334,9 +334,8 @@ fn build(args: BuildArgs) -> Result<()> {
         let files = files(&dir)?;
         // A trimmed model answers for the full one in the scripts it keeps; a bundle records the
         // full model, so its passages must be the full model's in every script.
-        let tokenizer = docloupe::embed::sha256_hex(&files.tokenizer);
         if docloupe::embed::trimmed_from(&files.onnx)
-            .is_some_and(|t| t.trimmed_tokenizer == tokenizer)
+            .is_some_and(|t| t.trimmed_tokenizer == docloupe::embed::sha256_hex(&files.tokenizer))
         {
             bail!(
                 "{} is a model trimmed to some scripts (`index-builder trim-model`): it searches bundles, build them with the full model",

@@ -87,6 +87,9 @@ async function startWorker({ vars = {}, assets = path.join(WORK, 'assets'), toml
   };
 }
 
+/** A response's JSON text without its timings, which differ between any two runs. */
+const strip = (text) => text.replace(/,"timings":\{[^}]*\}/, '');
+
 const post = (w, body, headers = { 'Content-Type': 'application/json' }) =>
   fetch(w.url + QUERY, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
 
@@ -129,7 +132,6 @@ test('parity: the Worker answers every request like the native engine, byte for 
   const native = fs.readFileSync(path.join(WORK, 'native.jsonl'), 'utf8').split('\n').filter(Boolean);
   assert.equal(requests.length, native.length);
   assert.ok(requests.length >= 50, `${requests.length} requests`);
-  const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
   let answers = 0;
   for (const [i, body] of requests.entries()) {
     const r = await post(main, body);
@@ -382,7 +384,6 @@ test('a split bundle past its memory budget starts over from the core and answer
   try {
     const requests = fs.readFileSync(path.join(WORK, 'requests.jsonl'), 'utf8').split('\n').filter(Boolean).slice(0, 30);
     const native = fs.readFileSync(path.join(WORK, 'native.jsonl'), 'utf8').split('\n').filter(Boolean);
-    const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
     for (const [i, body] of requests.entries()) {
       const r = await post(w, body);
       assert.equal(r.headers.get('X-Docloupe-Cache'), r.status === 200 ? 'off' : null);
@@ -405,7 +406,6 @@ test('the bundle from R2 (a whole bundle file) and from KV', async () => {
       (config, persist) => ['kv', 'key', 'put', 'fixtures.bundle', '--path', bundle, '--binding', 'BUNDLES_KV', '--local', '--config', config, '--persist-to', persist]],
   ];
   const expected = await (await post(main, { query: 'cache size', mode: 'fulltext' })).text();
-  const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
   for (const [source, toml, put] of sources) {
     const w = await startWorker({
       vars: { BUNDLE_SOURCE: source, BUNDLE_PATH: '/fixtures.bundle' },
@@ -435,7 +435,6 @@ test('200 searches at once on a cold isolate that starts over at every search al
   try {
     const requests = fs.readFileSync(path.join(WORK, 'requests.jsonl'), 'utf8').split('\n').filter(Boolean);
     const native = fs.readFileSync(path.join(WORK, 'native.jsonl'), 'utf8').split('\n').filter(Boolean);
-    const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
     // Each request three times at once, all of them together, on an isolate that has only the core.
     const picks = requests.map((_, i) => i).filter((i) => JSON.parse(native[i]).results !== undefined).slice(0, 20);
     assert.ok(picks.length >= 10, 'enough answered requests in the parity set');
@@ -461,7 +460,6 @@ test('plain workerd (the upload wrangler builds, no wrangler dev, no Cache API s
   const w = await startPlainWorkerd({ assets: path.join(WORK, 'assets'), work: path.join(WORK, 'plain') });
   try {
     const expected = await (await post(main, { query: 'cache size', mode: 'fulltext' })).text();
-    const strip = (s) => s.replace(/,"timings":\{[^}]*\}/, '');
     for (let i = 0; i < 2; i++) {
       const r = await post(w, { query: 'cache size', mode: 'fulltext' });
       const text = await r.text();
@@ -527,7 +525,6 @@ test('with the model on its assets (MODELS_PATH) the Worker answers hybrid and s
       main: 'worker-models.js',
     });
     try {
-      const strip = (t) => t.replace(/,"timings":\{[^}]*\}/, '');
       for (const [i, r] of [...requests.entries(), [0, requests[0]]]) {
         const text = await (await post(tight, r)).text();
         assert.equal(strip(text), strip(answers[i]), `request ${i}: ${r}`);

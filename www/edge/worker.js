@@ -346,9 +346,6 @@ async function health(env) {
   const state = currentEngine(env);
   await state.ready;
   const s = state.host.status();
-  // initSync hands back the instance the host started (it instantiates only once).
-  const [glue, wasm] = s.build === 'full' ? [fullBuild.glue, fullBuild.wasm] : [lexicalGlue, lexicalWasm];
-  const memory = state.error ? null : glue.initSync({ module: wasm }).memory;
   const body = {
     status: state.error ? 'unavailable' : 'ok',
     version: VERSION,
@@ -376,7 +373,7 @@ async function health(env) {
     // modelsMs: how long the bundle and the model took to load (the first hybrid answer's wait).
     engine: {
       build: s.build ?? 'lexical',
-      wasmMemoryBytes: memory?.buffer?.byteLength ?? null,
+      wasmMemoryBytes: state.error ? null : s.wasmMemoryBytes ?? null,
       ...(s.modelsMs ? { modelsMs: Math.round(s.modelsMs) } : {}),
       // A split bundle's shards held now, and the bound past which the engine lets them go.
       ...(s.split ? { shardBytes: s.splitFileBytes ?? 0, shardBudgetBytes: s.maxFileBytes ?? null } : {}),

@@ -16,7 +16,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../../www/chromium.mjs';
-import { bundleWithEmbeddings, prepareCorpus, renderHtml, splitBundle } from './corpus.mjs';
+import { INDEX_BUILDER, bundleWithEmbeddings, prepareCorpus, renderHtml, splitBundle } from './corpus.mjs';
 import { benchDocloupe } from './docloupe.mjs';
 import { benchOrt } from './ort.mjs';
 import { benchPagefind } from './pagefind.mjs';
@@ -49,20 +49,18 @@ const step = async (label, fn) => {
   return r;
 };
 
+const brotliBytes = (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+
 function sizes(file) {
   const b = fs.readFileSync(file);
-  return {
-    raw: b.length,
-    gzip: zlib.gzipSync(b, { level: 9 }).length,
-    brotli: zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length,
-  };
+  return { raw: b.length, gzip: zlib.gzipSync(b, { level: 9 }).length, brotli: brotliBytes(b) };
 }
 
 /** The corpus's bundle: with embeddings, built once into the cache; without, built anew (≈ 20 s). */
 function ensureBundle(mdDir) {
   if (!fulltextOnly) return bundleWithEmbeddings(WORK, mdDir, modelDir);
   const bundle = path.join(WORK, 'cpp-docs-lexical.bundle');
-  execFileSync(path.join(ROOT, 'target/release/index-builder'),
+  execFileSync(INDEX_BUILDER,
     ['build', mdDir, '--out', bundle, '--no-embeddings', '--force-rebuild', '--project', 'microsoft/cpp-docs', '--quiet'],
     { stdio: ['ignore', 'ignore', 'inherit'] });
   return bundle;
@@ -82,14 +80,14 @@ function modelWireBytes() {
   const brotli = (file) => {
     const st = fs.statSync(file);
     const key = `${file}:${st.size}:${st.mtimeMs}`;
-    cache[key] ??= sizes(file).brotli;
+    cache[key] ??= brotliBytes(fs.readFileSync(file));
     return cache[key];
   };
   const models = [['all-MiniLM-L6-v2', modelDir]];
   if (e5Dir) {
     const trimmed = path.join(WORK, 'e5-latin-cyrillic');
     if (!fs.existsSync(path.join(trimmed, 'manifest.json'))) {
-      execFileSync(path.join(ROOT, 'target/release/index-builder'), ['trim-model', '--scripts', 'latin,cyrillic', '--out', trimmed, e5Dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+      execFileSync(INDEX_BUILDER, ['trim-model', '--scripts', 'latin,cyrillic', '--out', trimmed, e5Dir], { stdio: ['ignore', 'ignore', 'inherit'] });
     }
     models.push(['multilingual-e5-small', e5Dir], ['multilingual-e5-small, latin + cyrillic', trimmed]);
   }

@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const INDEX_BUILDER = path.resolve(import.meta.dirname, '../../../target/release/index-builder');
+export const INDEX_BUILDER = path.resolve(import.meta.dirname, '../../../target/release/index-builder');
 
 const ARCHIVE = path.resolve(
   import.meta.dirname, '../../../../shared/corpora/en-large-cpp-docs.tar.gz');
