@@ -5,10 +5,12 @@
 //! ```text
 //! magic b"DOCLVCAC", version u32 LE ([`VERSION`]), header length u32 LE, sha256(header),
 //! header   postcard [`Header`]: which vectors (the bundle's checksum of its vectors
-//!          section), how many, their dims and bits, and the CRC-32 of every
-//!          [`SEGMENT`]-byte piece of each part below
+//!          section), how many, how many codes, their dims and bits, and the CRC-32 of
+//!          every [`SEGMENT`]-byte piece of each part below
 //! parts    low, high (f32 LE × dims), chunks (u32 LE × n), scales (f32 LE × n),
-//!          codes (Coded's blocks), values (n rows)
+//!          codes (Coded's blocks, one a code), values (n rows), and where codes are
+//!          shared (fewer codes than vectors) the groups: starts (u32 LE × codes + 1),
+//!          members (u32 LE × n)
 //! ```
 //!
 //! A reader checks the header's checksum and that every length follows from `n` and `dims`
@@ -27,14 +29,14 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{code_bytes, Coded, VectorIndex, Vectors, BLOCK, MAX_DIMS};
+use super::{code_bytes, Coded, Shared, VectorIndex, Vectors, BLOCK, MAX_DIMS};
 use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"DOCLVCAC";
 
 /// The layout of the file and of [`Coded`]'s blocks it copies; another version is not read
 /// (the host decodes the bundle's vectors and writes the file again).
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Bytes a checksum covers: pieces of a part are checked on every core at once.
 const SEGMENT: usize = 16 << 20;
@@ -47,6 +49,8 @@ struct Header {
     /// The sha256 the bundle's header records for its vectors section.
     key: [u8; 32],
     n: u64,
+    /// `n` unless vectors share their codes.
+    codes: u64,
     dims: u32,
     bits: u8,
     sums: Vec<u32>,
@@ -62,10 +66,18 @@ pub fn write(index: &VectorIndex, key: &[u8; 32], out: &mut impl Write) -> Resul
     let le = |x: &[f32]| x.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let chunks: Vec<u8> = v.chunks.iter().flat_map(|x| x.to_le_bytes()).collect();
     let (low, high, scales) = (le(&c.low), le(&c.high), le(&v.scales));
-    let parts: [&[u8]; 6] = [&low, &high, &chunks, &scales, &c.codes, &v.values];
+    let u32s = |x: &[u32]| x.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let (starts, members) = c
+        .shared
+        .as_ref()
+        .map_or_else(Default::default, |s| (u32s(&s.starts), u32s(&s.members)));
+    let parts: [&[u8]; 8] = [
+        &low, &high, &chunks, &scales, &c.codes, &v.values, &starts, &members,
+    ];
     let header = Header {
         key: *key,
         n: v.len() as u64,
+        codes: c.n_codes() as u64,
         dims: v.dims as u32,
         bits: v.bits,
         sums: sums(&parts),
@@ -128,7 +140,12 @@ pub fn read(
     if !(header.bits == 4 || header.bits == 8) || header.dims == 0 || header.dims > MAX_DIMS {
         return Err(corrupt("not vectors this engine reads"));
     }
-    let (n, dims) = (header.n, header.dims as u64);
+    let (n, dims, n_codes) = (header.n, header.dims as u64, header.codes);
+    // Codes are shared (fewer than vectors) or not; never more.
+    if n_codes > n || (n_codes == 0) != (n == 0) {
+        return Err(corrupt("more codes than vectors"));
+    }
+    let shared = n_codes < n;
     let row = if header.bits == 4 {
         dims.div_ceil(2)
     } else {
@@ -137,9 +154,13 @@ pub fn read(
     // Every length from `n` and `dims`, and all of them the file's: nothing is sized by a
     // claim the file's length does not back.
     let lens = (|| {
-        let codes = n
+        let codes = n_codes
             .div_ceil(BLOCK as u64)
             .checked_mul((BLOCK * code_bytes(dims as usize)) as u64)?;
+        let (starts, members) = match shared {
+            true => (n_codes.checked_add(1)?.checked_mul(4)?, n.checked_mul(4)?),
+            false => (0, 0),
+        };
         Some([
             4 * dims,
             4 * dims,
@@ -147,6 +168,8 @@ pub fn read(
             n.checked_mul(4)?,
             codes,
             n.checked_mul(row)?,
+            starts,
+            members,
         ])
     })()
     .ok_or_else(|| corrupt("too many vectors"))?;
@@ -172,25 +195,36 @@ pub fn read(
             part: format!("vector cache {}", path.display()),
         });
     }
-    let [low, high, chunks, scales, codes, values]: [Vec<u8>; 6] =
-        parts.try_into().expect("six parts");
+    let [low, high, chunks, scales, codes, values, starts, members]: [Vec<u8>; 8] =
+        parts.try_into().expect("eight parts");
     let f32s = |b: Vec<u8>| -> Vec<f32> {
         b.chunks_exact(4)
             .map(|x| f32::from_le_bytes(x.try_into().expect("4 bytes")))
             .collect()
     };
-    let chunks = chunks
-        .chunks_exact(4)
-        .map(|x| u32::from_le_bytes(x.try_into().expect("4 bytes")))
-        .collect();
+    let u32s = |b: Vec<u8>| -> Vec<u32> {
+        b.chunks_exact(4)
+            .map(|x| u32::from_le_bytes(x.try_into().expect("4 bytes")))
+            .collect()
+    };
+    // The groups are checked here, where a damaged file is named (the host checks the rest
+    // against its bundle).
+    let shared = shared.then(|| Shared {
+        starts: u32s(starts),
+        members: u32s(members),
+    });
+    if let Some(s) = &shared {
+        s.check(n as usize).map_err(|m| corrupt(&m))?;
+    }
     Ok(VectorIndex::Coded(Coded {
         low: f32s(low),
         high: f32s(high),
         codes,
+        shared,
         vectors: Vectors {
             dims: dims as usize,
             bits: header.bits,
-            chunks,
+            chunks: u32s(chunks),
             scales: f32s(scales),
             values,
         },
@@ -266,6 +300,19 @@ mod tests {
                 _ => panic!("not coded"),
             }
         }
+        // Vectors that share their codes come back sharing them.
+        let mut shared = coded(500, 384, false);
+        let mut v = shared.vectors.clone();
+        for c in 0..1_500u32 {
+            let copy = v.get(c as usize % 500);
+            v.push(1_500 + c, copy.scale, &copy.data).unwrap();
+        }
+        shared = Coded::build(v);
+        assert_eq!(shared.n_codes(), 500);
+        match read_back(&written(&shared), &KEY).unwrap() {
+            VectorIndex::Coded(back) => assert!(back == shared),
+            _ => panic!("not coded"),
+        }
         // Only coded vectors are kept.
         let flat = VectorIndex::Flat(coded(3, 8, false).vectors);
         assert!(!write(&flat, &KEY, &mut Vec::new()).unwrap());
@@ -284,7 +331,8 @@ mod tests {
             matches!(read_back(&bytes, &[8; 32]), Err(Error::Corrupt(m)) if m.contains("another bundle"))
         );
         let mut other = bytes.clone();
-        other[8] = 2;
+        // Version 1 kept a code for every vector.
+        other[8] = 1;
         assert!(refusal(&other).contains("another version"));
         other = bytes.clone();
         other[0] = b'X';
@@ -305,8 +353,21 @@ mod tests {
             );
         }
 
-        // A header that claims more vectors than the file holds, its checksum made right.
+        // A header that claims more vectors than the file holds, or more codes than vectors,
+        // its checksum made right.
         let mut header: Header = postcard::from_bytes(&bytes[48..body]).unwrap();
+        header.codes = 301;
+        let h = postcard::to_allocvec(&header).unwrap();
+        let forged = [
+            &bytes[..12],
+            &(h.len() as u32).to_le_bytes(),
+            Sha256::digest(&h).as_slice(),
+            &h,
+            &bytes[body..],
+        ]
+        .concat();
+        assert!(refusal(&forged).contains("more codes than vectors"));
+        header.codes = 300;
         for n in [301, 1 << 40, u64::MAX / 2, u64::MAX] {
             header.n = n;
             let h = postcard::to_allocvec(&header).unwrap();

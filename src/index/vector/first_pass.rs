@@ -26,10 +26,148 @@ pub struct Coded {
     /// The codes in blocks of [`BLOCK`]: byte `j` of the code of `vectors[i]` is at
     /// `(i / BLOCK) · BLOCK · code_bytes(dims) + j · BLOCK + i % BLOCK` (the last block padded
     /// with zeros), so that byte `j` of a block's codes lies side by side for the first pass's
-    /// SIMD look-ups ([`Coded::first_pass`]). [`Coded::code`] reads one code.
+    /// SIMD look-ups ([`Coded::first_pass`]). [`Coded::code`] reads one code. With
+    /// `shared`, code `i` is that of the `i`-th distinct vector, not of `vectors[i]`.
     pub(super) codes: Vec<u8>,
+    /// Where vectors repeat, each distinct one's code once, and the positions that share it.
+    pub(super) shared: Option<Shared>,
     /// Sorted by chunk id.
     pub vectors: Vectors,
+}
+
+/// The positions whose vectors are the same to the bit (scale and values): they have one
+/// code, so one first-pass score, and the first pass scores each code once. Versioned docs
+/// repeat their sections (PowerShell-Docs keeps five copies of each cmdlet page: 68,078
+/// chunks, 24,014 distinct texts), and a copy's chunk is embedded to the same vector.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Shared {
+    /// Code `k`'s positions are `members[starts[k]..starts[k + 1]]`, rising; the codes are
+    /// numbered in the order of their first position.
+    pub(super) starts: Vec<u32>,
+    pub(super) members: Vec<u32>,
+}
+
+impl Shared {
+    /// Groups `vectors` by equal vectors, where that pays: `None` when fewer than a quarter
+    /// of them repeat another (the positions, 4 bytes each, and the starts would cost more
+    /// than the codes they save), else the groups and each position's code.
+    pub(super) fn of(vectors: &Vectors) -> Option<(Shared, Vec<u32>)> {
+        use std::collections::HashMap;
+        use std::hash::{BuildHasherDefault, Hash, Hasher};
+        let n = vectors.len();
+        if n < 2 || n > u32::MAX as usize {
+            return None;
+        }
+        // A vector as a key: its bits, hashed once (on every core natively), with the
+        // process's random keys, so that no bundle can make its rows collide.
+        struct Key<'a>(u64, u32, &'a [u8]);
+        impl PartialEq for Key<'_> {
+            fn eq(&self, o: &Self) -> bool {
+                self.0 == o.0 && self.1 == o.1 && self.2 == o.2
+            }
+        }
+        impl Eq for Key<'_> {}
+        impl Hash for Key<'_> {
+            fn hash<H: Hasher>(&self, h: &mut H) {
+                h.write_u64(self.0);
+            }
+        }
+        #[derive(Default)]
+        struct Given(u64);
+        impl Hasher for Given {
+            fn finish(&self) -> u64 {
+                self.0
+            }
+            fn write(&mut self, _: &[u8]) {
+                unreachable!("keys hash as one u64")
+            }
+            fn write_u64(&mut self, x: u64) {
+                self.0 = x;
+            }
+        }
+        let random = std::hash::RandomState::new();
+        let key = |i: usize| {
+            let (scale, row) = (vectors.scales[i].to_bits(), vectors.row(i));
+            Key(
+                std::hash::BuildHasher::hash_one(&random, (scale, row)),
+                scale,
+                row,
+            )
+        };
+        #[cfg(not(target_arch = "wasm32"))]
+        let keys: Vec<Key> = {
+            use rayon::prelude::*;
+            (0..n).into_par_iter().with_min_len(4096).map(key).collect()
+        };
+        #[cfg(target_arch = "wasm32")]
+        let keys: Vec<Key> = (0..n).map(key).collect();
+        let mut first: HashMap<&Key, u32, BuildHasherDefault<Given>> = HashMap::default();
+        let code_of: Vec<u32> = keys
+            .iter()
+            .map(|k| {
+                let next = first.len() as u32;
+                *first.entry(k).or_insert(next)
+            })
+            .collect();
+        let codes = first.len();
+        if codes * 4 > n * 3 {
+            return None;
+        }
+        let mut starts = vec![0u32; codes + 1];
+        for &k in &code_of {
+            starts[k as usize + 1] += 1;
+        }
+        for k in 0..codes {
+            starts[k + 1] += starts[k];
+        }
+        let mut fill = starts.clone();
+        let mut members = vec![0u32; n];
+        for (i, &k) in code_of.iter().enumerate() {
+            members[fill[k as usize] as usize] = i as u32;
+            fill[k as usize] += 1;
+        }
+        Some((Shared { starts, members }, code_of))
+    }
+
+    pub(super) fn codes(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// The positions of code `k`.
+    pub(super) fn of_code(&self, k: usize) -> &[u32] {
+        &self.members[self.starts[k] as usize..self.starts[k + 1] as usize]
+    }
+
+    /// Structural checks for groups read from outside (the CLI's vector cache): `n`
+    /// positions, each in one group, groups not empty and rising, numbered by first position.
+    pub(super) fn check(&self, n: usize) -> std::result::Result<(), String> {
+        let bad = |m: &str| Err(format!("shared vectors: {m}"));
+        if self.starts.first() != Some(&0)
+            || self.starts.last().map(|&l| l as usize) != Some(n)
+            || self.members.len() != n
+        {
+            return bad("the groups do not cover the vectors");
+        }
+        if self.starts.windows(2).any(|w| w[0] >= w[1]) {
+            return bad("an empty group");
+        }
+        let mut seen = vec![false; n];
+        let mut last_first = None;
+        for k in 0..self.codes() {
+            let group = self.of_code(k);
+            if group.windows(2).any(|w| w[0] >= w[1]) || last_first >= Some(group[0]) {
+                return bad("a group out of order");
+            }
+            last_first = Some(group[0]);
+            for &m in group {
+                match seen.get_mut(m as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => return bad("a position twice or past the end"),
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Bytes of one code for `dims` dimensions.
@@ -88,17 +226,20 @@ pub(super) fn means(vectors: &Vectors) -> Vec<f64> {
     sum.iter().map(|s| s / n).collect()
 }
 
-/// Each vector's code: bit `d` set where dimension `d` lies above `mean[d]` (on every core
-/// natively; each code depends on its vector alone).
-pub(super) fn codes_for(vectors: &Vectors, mean: &[f64]) -> Vec<u8> {
+/// Each vector's code, or with `shared` each distinct vector's: bit `d` set where dimension
+/// `d` lies above `mean[d]` (on every core natively; each code depends on its vector alone).
+pub(super) fn codes_for(vectors: &Vectors, mean: &[f64], shared: Option<&Shared>) -> Vec<u8> {
     let cb = code_bytes(mean.len());
-    let mut codes = vec![0u8; blocked_len(vectors.len(), mean.len())];
+    let n = shared.map_or(vectors.len(), Shared::codes);
+    let row = |k: usize| shared.map_or(k, |s| s.of_code(k)[0] as usize);
+    let mut codes = vec![0u8; blocked_len(n, mean.len())];
     if cb == 0 {
         return codes;
     }
     // `value > m`, eight dimensions a byte (the same products: an i8 times an f32 is exact
     // in f64). At 4 bits a vector has 16 values, so those are computed once.
-    let code = |values: &mut Vec<f64>, (i, code): (usize, &mut [u8])| {
+    let code = |values: &mut Vec<f64>, (k, code): (usize, &mut [u8])| {
+        let i = row(k);
         if vectors.bits == 4 {
             code_4bit(vectors.row(i), vectors.scales[i] as f64, mean, code);
             return;
@@ -114,7 +255,6 @@ pub(super) fn codes_for(vectors: &Vectors, mean: &[f64]) -> Vec<u8> {
     };
     // A block's codes at a time (each on one core natively), each code made whole and then
     // laid into its lanes.
-    let n = vectors.len();
     let fill = |(values, one): &mut (Vec<f64>, Vec<u8>), (b, block): (usize, &mut [u8])| {
         for k in 0..BLOCK.min(n - b * BLOCK) {
             code(values, (b * BLOCK + k, one));
@@ -159,13 +299,15 @@ impl Coded {
     pub fn build(vectors: Vectors) -> Coded {
         let dims = vectors.dims();
         let mean = means(&vectors);
-        let codes = codes_for(&vectors, &mean);
+        let (shared, code_at) = Shared::of(&vectors).unzip();
+        let codes = codes_for(&vectors, &mean, shared.as_ref());
         let cb = code_bytes(dims);
         let (mut above, mut below) = (vec![(0f64, 0u32); dims], vec![(0f64, 0u32); dims]);
         let mut values = vec![0f64; dims];
         let mut code = vec![0u8; cb];
         for i in 0..vectors.len() {
-            code_of(&codes, cb, i, &mut code);
+            let k = code_at.as_ref().map_or(i, |c| c[i] as usize);
+            code_of(&codes, cb, k, &mut code);
             vectors.dequantize_into(i, &mut values);
             for (d, &x) in values.iter().enumerate() {
                 let side = if code[d / 8] >> (d % 8) & 1 == 1 {
@@ -194,6 +336,7 @@ impl Coded {
             low: level(below),
             high: level(above),
             codes,
+            shared,
             vectors,
         }
     }
@@ -203,12 +346,65 @@ impl Coded {
     /// which this computes: on en-large-cpp-docs, 5.8 MB of the bundle for tens of
     /// milliseconds a load).
     pub fn from_levels(vectors: Vectors, mean: &[f64], low: Vec<f32>, high: Vec<f32>) -> Coded {
+        let shared = Shared::of(&vectors).map(|s| s.0);
         Coded {
-            codes: codes_for(&vectors, mean),
+            codes: codes_for(&vectors, mean, shared.as_ref()),
             low,
             high,
+            shared,
             vectors,
         }
+    }
+
+    /// `Coded` from codes given for each of `vectors` (formats 4–7's layout), none shared.
+    pub(super) fn from_codes(
+        vectors: Vectors,
+        low: Vec<f32>,
+        high: Vec<f32>,
+        rows: &[u8],
+    ) -> std::result::Result<Coded, String> {
+        Ok(Coded {
+            codes: blocked(rows, &vectors)?,
+            low,
+            high,
+            shared: None,
+            vectors,
+        })
+    }
+
+    /// How many codes the first pass scores: one for each distinct vector where they are
+    /// shared, else one for each vector.
+    pub fn n_codes(&self) -> usize {
+        self.shared
+            .as_ref()
+            .map_or(self.vectors.len(), Shared::codes)
+    }
+
+    /// The positions whose vectors have code `k`.
+    fn positions_of(&self, k: usize) -> std::ops::Range<usize> {
+        match &self.shared {
+            None => k..k + 1,
+            Some(s) => s.starts[k] as usize..s.starts[k + 1] as usize,
+        }
+    }
+
+    /// The `j`-th position of a range [`Coded::positions_of`] gave.
+    fn position(&self, j: usize) -> u32 {
+        match &self.shared {
+            None => j as u32,
+            Some(s) => s.members[j],
+        }
+    }
+
+    /// The code of each position.
+    fn code_at(&self) -> Vec<u32> {
+        let mut at = vec![0u32; self.vectors.len()];
+        for k in 0..self.n_codes() {
+            for j in self.positions_of(k) {
+                at[self.position(j) as usize] = k as u32;
+            }
+        }
+        at
     }
 
     pub(super) fn dims(&self) -> usize {
@@ -217,14 +413,33 @@ impl Coded {
 
     /// The code of `vectors[i]`, its bytes in order.
     pub fn code(&self, i: usize) -> Vec<u8> {
+        self.code_k(self.code_at()[i] as usize)
+    }
+
+    /// Code `k`'s bytes in order.
+    fn code_k(&self, k: usize) -> Vec<u8> {
         let mut out = vec![0u8; code_bytes(self.vectors.dims())];
-        code_of(&self.codes, out.len(), i, &mut out);
+        code_of(&self.codes, out.len(), k, &mut out);
         out
     }
 
-    /// Every code, one after another (the layout formats 4–7 stored).
+    /// Every vector's code, one after another (the layout formats 4–7 stored).
     pub fn row_codes(&self) -> Vec<u8> {
-        (0..self.vectors.len()).flat_map(|i| self.code(i)).collect()
+        let at = self.code_at();
+        at.iter().flat_map(|&k| self.code_k(k as usize)).collect()
+    }
+
+    /// The same index with a code for every vector, none shared: what the first pass over
+    /// shared codes must agree with.
+    #[cfg(test)]
+    pub(super) fn unshared(&self) -> Coded {
+        Coded::from_codes(
+            self.vectors.clone(),
+            self.low.clone(),
+            self.high.clone(),
+            &self.row_codes(),
+        )
+        .expect("a code for every vector")
     }
 
     /// The first pass's best `keep` allowed codes for the unit query `q`, as (position, score)
@@ -291,11 +506,11 @@ impl Coded {
         Some(table)
     }
 
-    /// Code `i`'s score: its bytes' look-ups added in byte order from −0, as [`Coded::scan`]
+    /// Code `k`'s score: its bytes' look-ups added in byte order from −0, as [`Coded::scan`]
     /// adds them.
-    pub(super) fn score(&self, table: &[[f32; 256]], i: usize) -> f32 {
+    pub(super) fn score(&self, table: &[[f32; 256]], k: usize) -> f32 {
         let cb = table.len();
-        let at = block_offset(i, cb);
+        let at = block_offset(k, cb);
         table
             .iter()
             .enumerate()
@@ -310,16 +525,22 @@ impl Coded {
         allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<(u32, f32)> {
         let cb = table.len();
-        let n = self.vectors.len();
+        let (n, codes) = (self.vectors.len(), self.n_codes());
         let mut best: Vec<(u32, f32)> = Vec::with_capacity(keep.saturating_mul(2).min(n));
         let mut floor: Option<f32> = None;
-        let mut consider = |i: usize, s: f32| {
-            if floor.is_some_and(|f| s.total_cmp(&f).is_le())
-                || allow.is_some_and(|allow| !allow(self.vectors.chunks[i]))
+        // Positions come in order unless codes are shared: then a later one may have a lower
+        // position, which wins a tie, so only a score below the floor is out.
+        let out = match self.shared {
+            None => std::cmp::Ordering::is_le,
+            Some(_) => std::cmp::Ordering::is_lt,
+        };
+        let mut consider = |i: u32, s: f32| {
+            if floor.is_some_and(|f| out(s.total_cmp(&f)))
+                || allow.is_some_and(|allow| !allow(self.vectors.chunks[i as usize]))
             {
                 return;
             }
-            best.push((i as u32, s));
+            best.push((i, s));
             if best.len() >= keep.saturating_mul(2) {
                 best.select_nth_unstable_by(keep - 1, best_first);
                 best.truncate(keep);
@@ -334,8 +555,10 @@ impl Coded {
                     *s += t[v as usize];
                 }
             }
-            for (k, s) in s.into_iter().enumerate().take(n - b * BLOCK) {
-                consider(b * BLOCK + k, s);
+            for (k, s) in s.into_iter().enumerate().take(codes - b * BLOCK) {
+                for j in self.positions_of(b * BLOCK + k) {
+                    consider(self.position(j), s);
+                }
             }
         }
         keep_best(&mut best, keep);
@@ -353,9 +576,8 @@ impl Coded {
     /// `keep`-th highest `Q` is, every code among the best `keep` by score has a `Q` at most
     /// `2·code_bytes + 2E/Δ` below it; those codes (a few thousand among 2.24M) are scored as
     /// the scan scores them, and the best `keep` of them are the scan's. `None` (the scan is
-    /// used) where the tables have no spread or the sums could pass u16. With a filter, the
-    /// codes are walked in order of their sums (a counting sort) and the filter is asked only
-    /// until `keep` are allowed and then down to the bound below that one's sum.
+    /// used) where the tables have no spread or the sums could pass u16. Shared codes are
+    /// summed once and count for each of their (allowed) positions.
     pub(super) fn first_pass_bounded(
         &self,
         table: &[[f32; 256]],
@@ -363,7 +585,6 @@ impl Coded {
         allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Option<Vec<(u32, f32)>> {
         let cb = table.len();
-        let n = self.vectors.len();
         let mut parts = vec![[0f64; 16]; 2 * cb];
         let (mut err, mut magnitude) = (0f64, 0f64);
         for (j, t) in table.iter().enumerate() {
@@ -409,38 +630,67 @@ impl Coded {
         // below where a part sits on a step's edge, far less than a step off, which the
         // second 2 · cb steps cover with room to spare.
         let slack = 2 * (2 * cb) + (2.0 * err / delta).ceil() as usize + 1;
-        let sums = quantized_sums(&self.codes, &quantized, n);
-        let mut counts = vec![0u32; 2 * cb * 255 + 1];
-        for &q in &sums {
-            counts[q as usize] += 1;
-        }
-        let mut best: Vec<(u32, f32)> = match allow {
-            None => {
-                let mut seen = 0usize;
-                let kth = (0..counts.len())
-                    .rev()
-                    .find(|&q| {
-                        seen += counts[q] as usize;
-                        seen >= keep
-                    })
-                    .unwrap_or(0);
-                let floor = kth.saturating_sub(slack) as u16;
-                sums.iter()
-                    .enumerate()
-                    .filter(|&(_, &q)| q >= floor)
-                    .map(|(i, _)| (i as u32, self.score(table, i)))
-                    .collect()
+        let codes = self.n_codes();
+        let sums = quantized_sums(&self.codes, &quantized, codes);
+        let mut best: Vec<(u32, f32)> = Vec::new();
+        match (allow, &self.shared) {
+            // Shared codes with a filter: the codes are walked in order of their sums (a
+            // counting sort of the few distinct ones), the filter asked of their positions
+            // until `keep` are allowed and then down to the bound below that one's sum.
+            (Some(allow), Some(_)) => {
+                let mut at = vec![0u32; 2 * cb * 255 + 2];
+                for &q in &sums {
+                    at[q as usize] += 1;
+                }
+                // Highest sum first: the codes of sum q start at at[q].
+                let mut next = 0u32;
+                for q in (0..at.len()).rev() {
+                    (at[q], next) = (next, next + at[q]);
+                }
+                let mut order = vec![0u32; codes];
+                for (k, &q) in sums.iter().enumerate() {
+                    order[at[q as usize] as usize] = k as u32;
+                    at[q as usize] += 1;
+                }
+                let (mut seen, mut floor) = (0usize, None);
+                for k in order {
+                    let k = k as usize;
+                    if floor.is_some_and(|f| sums[k] < f) {
+                        break;
+                    }
+                    let mut score = None;
+                    for j in self.positions_of(k) {
+                        let i = self.position(j);
+                        if allow(self.vectors.chunks[i as usize]) {
+                            let s = *score.get_or_insert_with(|| self.score(table, k));
+                            best.push((i, s));
+                            seen += 1;
+                        }
+                    }
+                    if seen >= keep && floor.is_none() {
+                        floor = Some((sums[k] as usize).saturating_sub(slack) as u16);
+                    }
+                }
             }
-            // With a filter the bound is the `keep`-th highest sum among allowed codes: each
-            // code's filter asked once, the allowed ones' sums counted, and every allowed code
-            // down to the bound below that sum kept. (A counting sort of every code, asked
-            // going down until `keep` were allowed, was a sixth of a loaded server's time at
-            // 2.24M chunks: a 9 MB order written at random.)
-            Some(allow) => {
-                let allowed: Vec<bool> = self.vectors.chunks.iter().map(|&c| allow(c)).collect();
-                let mut counts = vec![0u32; counts.len()];
-                for (&q, _) in sums.iter().zip(&allowed).filter(|(_, &a)| a) {
-                    counts[q as usize] += 1;
+            // Each code counts for its positions, or with a filter for its allowed ones: the
+            // bound is the `keep`-th highest sum among allowed positions, and every allowed
+            // position down to the bound below that sum is kept. Each position's filter is
+            // asked once. (A counting sort of every code, asked going down until `keep` were
+            // allowed, was a sixth of a loaded server's time at 2.24M distinct codes: a 9 MB
+            // order written at random.)
+            _ => {
+                let allowed: Option<Vec<bool>> =
+                    allow.map(|allow| self.vectors.chunks.iter().map(|&c| allow(c)).collect());
+                let weight = |k: usize| match &allowed {
+                    None => self.positions_of(k).len(),
+                    Some(a) => self
+                        .positions_of(k)
+                        .filter(|&j| a[self.position(j) as usize])
+                        .count(),
+                };
+                let mut counts = vec![0u32; 2 * cb * 255 + 1];
+                for (k, &q) in sums.iter().enumerate() {
+                    counts[q as usize] += weight(k) as u32;
                 }
                 let mut seen = 0usize;
                 let kth = (0..counts.len())
@@ -451,14 +701,19 @@ impl Coded {
                     })
                     .unwrap_or(0);
                 let floor = kth.saturating_sub(slack) as u16;
-                sums.iter()
-                    .zip(&allowed)
-                    .enumerate()
-                    .filter(|&(_, (&q, &a))| a && q >= floor)
-                    .map(|(i, _)| (i as u32, self.score(table, i)))
-                    .collect()
+                let is_allowed = |i: u32| allowed.as_ref().is_none_or(|a| a[i as usize]);
+                for (k, _) in sums.iter().enumerate().filter(|&(_, &q)| q >= floor) {
+                    let mut score = None;
+                    for j in self.positions_of(k) {
+                        let i = self.position(j);
+                        if is_allowed(i) {
+                            let s = *score.get_or_insert_with(|| self.score(table, k));
+                            best.push((i, s));
+                        }
+                    }
+                }
             }
-        };
+        }
         keep_best(&mut best, keep);
         Some(best)
     }

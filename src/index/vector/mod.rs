@@ -56,7 +56,12 @@ impl std::fmt::Debug for VectorIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             VectorIndex::Flat(v) => write!(f, "VectorIndex::Flat({} vectors)", v.len()),
-            VectorIndex::Coded(c) => write!(f, "VectorIndex::Coded({} vectors)", c.vectors.len()),
+            VectorIndex::Coded(c) => write!(
+                f,
+                "VectorIndex::Coded({} vectors, {} codes)",
+                c.vectors.len(),
+                c.n_codes()
+            ),
         }
     }
 }
@@ -177,11 +182,14 @@ impl VectorIndex {
                     c.high.len()
                 )));
             }
-            if c.codes.len() as u64 != blocked_len(c.vectors.len(), dims) as u64 {
+            if let Some(s) = &c.shared {
+                s.check(c.vectors.len()).map_err(Error::Corrupt)?;
+            }
+            if c.codes.len() as u64 != blocked_len(c.n_codes(), dims) as u64 {
                 return Err(Error::Corrupt(format!(
-                    "{} code bytes for {} vectors of {dims} dims",
+                    "{} code bytes for {} codes of {dims} dims",
                     c.codes.len(),
-                    c.vectors.len()
+                    c.n_codes()
                 )));
             }
         }

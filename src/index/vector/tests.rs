@@ -50,9 +50,16 @@ pub(super) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
 /// Coded vectors: `distinct` unit vectors of `dims` dimensions, each `times` over in a row
 /// (equal codes, equal scores), numbered as chunks in order.
 fn repeated(distinct: usize, dims: usize, times: usize) -> Coded {
-    let vectors: Vec<QVec> = unit_vectors(distinct, dims)
-        .into_iter()
-        .flat_map(|v| std::iter::repeat_n(v, times))
+    numbered(
+        unit_vectors(distinct, dims)
+            .into_iter()
+            .flat_map(|v| std::iter::repeat_n(v, times)),
+    )
+}
+
+/// Coded `vectors`, numbered as chunks in order.
+fn numbered(vectors: impl Iterator<Item = QVec>) -> Coded {
+    let vectors: Vec<QVec> = vectors
         .enumerate()
         .map(|(c, v)| QVec {
             chunk: c as u32,
@@ -244,7 +251,7 @@ fn quantized_sums_are_each_codes_parts_added() {
 /// fewer than it is asked to keep.
 #[test]
 fn the_bounded_first_pass_keeps_what_one_scan_keeps() {
-    let coded = repeated(8_800, 16, 8);
+    let coded = repeated(8_800, 16, 8).unshared();
     let n = coded.vectors.len();
     let half = |c: u32| c % 2 == 1;
     let sparse = |c: u32| c % 50 == 7;
@@ -270,6 +277,127 @@ fn the_bounded_first_pass_keeps_what_one_scan_keeps() {
                 assert_eq!(bounded, scanned, "keep {keep}, {name}");
             }
         }
+    }
+}
+
+/// Equal vectors share one code, scored once: the first pass over shared codes keeps what
+/// the one over a code for each vector keeps, ties included, with the copies in a row or
+/// spread over the collection, without a filter and with filters that cut groups apart.
+#[test]
+fn shared_codes_keep_what_a_code_for_each_vector_keeps() {
+    let spread = numbered(unit_vectors(3_000, 64).into_iter().cycle().take(21_000));
+    let mixed = numbered(
+        unit_vectors(9_000, 16)
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, v)| std::iter::repeat_n(v, 1 + (i % 4 == 0) as usize * 5)),
+    );
+    let half = |c: u32| c % 2 == 1;
+    let sparse = |c: u32| c % 50 == 7;
+    let few = |c: u32| c < 30;
+    let none = |_: u32| false;
+    for (name, shared, codes, dims) in [
+        ("in a row", repeated(1_100, 16, 8), 1_100, 16),
+        ("spread", spread, 3_000, 64),
+        ("mixed", mixed, 9_000, 16),
+    ] {
+        assert_eq!(shared.n_codes(), codes, "{name}");
+        assert!(VectorIndex::Coded(shared.clone())
+            .validate(shared.vectors.len(), dims)
+            .is_ok());
+        let each = shared.unshared();
+        assert_eq!(
+            (each.n_codes(), each.row_codes()),
+            (each.vectors.len(), shared.row_codes())
+        );
+        let n = shared.vectors.len();
+        for seed in 0..3 {
+            let q = query(dims, seed);
+            for keep in [1, 5, 6, 7, 8, 9, 1_600, n - 1, n, n + 3] {
+                let what = format!("{name}, keep {keep}, seed {seed}");
+                assert_eq!(
+                    shared.first_pass_best(&q, keep),
+                    each.first_pass_best(&q, keep),
+                    "{what}"
+                );
+                assert_eq!(
+                    shared.first_pass_scanned(&q, keep, None),
+                    each.first_pass_scanned(&q, keep, None),
+                    "{what}"
+                );
+                assert_eq!(
+                    shared.nearest_where(&q, keep, None),
+                    each.nearest_where(&q, keep, None)
+                );
+                for (filter, allow) in [
+                    ("half", &half as &dyn Fn(u32) -> bool),
+                    ("sparse", &sparse),
+                    ("few", &few),
+                    ("none", &none),
+                ] {
+                    let got = shared.first_pass_best_where(&q, keep, allow);
+                    assert_eq!(
+                        got,
+                        each.first_pass_best_where(&q, keep, allow),
+                        "{what}, {filter}"
+                    );
+                    assert_eq!(
+                        got,
+                        shared.first_pass_scanned(&q, keep, Some(allow)),
+                        "{what}, {filter}"
+                    );
+                }
+            }
+        }
+    }
+    // Distinct vectors, or too few repeats to pay, keep a code each.
+    for coded in [
+        numbered(unit_vectors(2_000, 16).into_iter()),
+        numbered(unit_vectors(2_000, 16).into_iter().cycle().take(2_400)),
+    ] {
+        assert!(coded.shared.is_none());
+        assert_eq!(coded.n_codes(), coded.vectors.len());
+    }
+}
+
+/// Groups that do not cover the vectors once each, in order, are corrupt.
+#[test]
+fn broken_groups_are_corrupt() {
+    let coded = repeated(100, 16, 4);
+    let good = coded.shared.clone().unwrap();
+    assert!(good.check(400).is_ok());
+    let mut cases = Vec::new();
+    let mut s = good.clone();
+    s.members.swap(0, 1);
+    cases.push(("a group out of order", s));
+    let mut s = good.clone();
+    s.members[3] = 4;
+    cases.push(("a position twice", s));
+    let mut s = good.clone();
+    s.members[3] = 400;
+    cases.push(("past the end", s));
+    let mut s = good.clone();
+    s.starts[1] = 0;
+    cases.push(("an empty group", s));
+    let mut s = good.clone();
+    *s.starts.last_mut().unwrap() = 401;
+    cases.push(("do not cover", s));
+    let mut s = good.clone();
+    s.starts.pop();
+    cases.push(("do not cover", s));
+    let mut s = good.clone();
+    s.members.swap(0, 4);
+    s.members.swap(1, 5);
+    s.members.swap(2, 6);
+    s.members.swap(3, 7);
+    cases.push(("out of order", s));
+    for (want, shared) in cases {
+        let m = shared.check(400).unwrap_err();
+        assert!(m.contains(want), "{want}: {m}");
+        let mut c = coded.clone();
+        c.shared = Some(shared);
+        let m = format!("{:?}", VectorIndex::Coded(c).validate(400, 16));
+        assert!(m.contains("shared vectors"), "{m}");
     }
 }
 

@@ -407,12 +407,7 @@ pub(super) fn from_wire(wire: Wire) -> std::result::Result<VectorIndex, String> 
         Wire::Flat(v) => VectorIndex::Flat(Vectors::from_qvecs(v)?),
         Wire::Coded(c) => {
             let vectors = Vectors::from_qvecs(c.vectors)?;
-            VectorIndex::Coded(Coded {
-                low: c.low,
-                high: c.high,
-                codes: blocked(&c.codes, &vectors)?,
-                vectors,
-            })
+            VectorIndex::Coded(Coded::from_codes(vectors, c.low, c.high, &c.codes)?)
         }
         Wire::Retired1 | Wire::Retired3 | Wire::Retired4 => {
             return Err("a form of formats 1 to 7 (an HNSW graph or 4-bit vectors)".into())
