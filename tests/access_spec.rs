@@ -255,6 +255,47 @@ fn a_reader_gets_the_answers_of_a_bundle_of_the_documents_they_may_read_alone() 
     }
 }
 
+/// An engine keeps each reader's scope, masked, for their next request (`filter::Masks`): one
+/// that has answered other readers and other filters answers each as a fresh engine does.
+#[test]
+fn a_kept_scope_is_the_reader_and_the_filters_of_its_own_request() {
+    let bytes = std::fs::read(labeled(&[]).bundle).unwrap();
+    let fresh = |req: &Value, access: &Access| {
+        let e = Engine::from_bundle(&bytes, None).unwrap();
+        answer(&e, req, access.clone())
+    };
+    let used = Engine::from_bundle(&bytes, None).unwrap();
+    let filters = [
+        json!({}),
+        json!({"tags": ["ops"]}),
+        json!({"documentTypes": ["md"]}),
+        json!({"tags": ["ops"], "documentTypes": ["md"]}),
+    ];
+    let readers = [
+        Access::Public,
+        Access::groups(["hr"]),
+        Access::groups(["legal"]),
+        Access::Everything,
+    ];
+    // Each reader with each filter, twice, in an order that changes both between requests.
+    for round in 0..2 {
+        for (i, filters) in filters.iter().enumerate() {
+            for j in 0..readers.len() {
+                let access = &readers[(i + j + round) % readers.len()];
+                for q in ["deploy cache", "salary bands", "vendor contracts"] {
+                    let req =
+                        json!({"query": q, "mode": "fulltext", "limit": 50, "filters": filters});
+                    assert_eq!(
+                        answer(&used, &req, access.clone()),
+                        fresh(&req, access),
+                        "{access:?} {req}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The leak cases spelt out, for a reader without groups.
 #[test]
 fn nothing_in_an_answer_reveals_a_restricted_document() {

@@ -168,6 +168,9 @@ pub struct Engine {
     /// What each reader may see of a bundle that restricts some documents ([`access`]).
     #[cfg(feature = "access")]
     views: access::Views,
+    /// The scopes of recent requests, masked ([`filter::Masks`]).
+    #[cfg(feature = "access")]
+    masks: filter::Masks,
 }
 
 impl Engine {
@@ -255,6 +258,8 @@ impl Engine {
             calibration: Calibration::default(),
             #[cfg(feature = "access")]
             views: access::Views::default(),
+            #[cfg(feature = "access")]
+            masks: filter::Masks::default(),
         }
     }
 
@@ -519,6 +524,9 @@ impl Engine {
         };
         let query_vector = self.query_vector(&plan, mode, given_vector, &mut timings)?;
         let t = Instant::now();
+        #[cfg(feature = "access")]
+        let mask = self.masks.get(&corpus, &req.access, &plan.scope);
+        #[cfg(not(feature = "access"))]
         let mask = filter::DocMask::new(&corpus, &plan.scope);
         let words = retrieve::Words::of(&corpus, &plan.query, &tokens);
         let vectors = query_vector.is_some();
