@@ -21,6 +21,9 @@ CACHE=${DOCLOUPE_CACHE:-$HOME/.cache/docloupe}
 CORPUS=${CORPUS:-en-medium-powershell-docs}
 COPIES=${COPIES:-33}
 DURATION=${DURATION:-60s}
+# Which phases run (all four unless told: PHASES="1" measures the engine alone).
+PHASES=${PHASES:-1 2 3 4}
+phase() { [[ " $PHASES " == *" $1 "* ]]; }
 MODEL_DIR=${MODEL_DIR:-$CACHE/models/all-MiniLM-L6-v2}
 # Another docloupe binary (to compare two builds on the same machine and bundle).
 BIN=${BIN:-target/release/docloupe}
@@ -86,27 +89,34 @@ run() { # $1 connections, $2 duration
 # The bundle the server reads is a copy: the last phase replaces it under the server's feet.
 cp "$BUNDLE" "$work/live.bundle"
 # 1. The engine's own capacity: the cache off, a queue that holds every connection (no 503).
+if phase 1; then
 start --queue 128
 echo "== warm-up, 20 s"; run 100 20s >/dev/null
 echo "== 1. 100 connections, $DURATION, hybrid, cache off, queue 128"
 run 100 "$DURATION"; echo "peak RSS: $(peak) bytes"
 stop
+fi
 
 # 2. As a team runs it: the answer cache on (5 minutes), the same questions asked again.
+if phase 2; then
 CACHE_TTL=300 start --queue 128
 echo "== warm-up, 20 s"; run 100 20s >/dev/null
 echo "== 2. 100 connections, $DURATION, hybrid, cache on (TTL 300 s)"
 run 100 "$DURATION"
 echo "cache: $(curl -s "$url/metrics" -H "Authorization: Bearer $TOKEN" | grep -E '^docloupe_cache_(hits|misses)_total' | tr '\n' ' ')"
 stop
+fi
 
 # 3. Past capacity: 200 connections against the default queue of 64.
+if phase 3; then
 start --queue 64
 echo "== 3. 200 connections, $DURATION, cache off, queue 64"
 run 200 "$DURATION"
 stop
+fi
 
 # 4. A bundle rebuilt and swapped in under load.
+if phase 4; then
 start --queue 128
 echo "== 4. 100 connections, 70 s, cache off, the bundle replaced (a new file renamed into place, SIGHUP) every 15 s"
 run 100 10s >/dev/null
@@ -116,3 +126,4 @@ run 100 70s
 wait $swapper
 echo "reloads swapped in: $(grep -c '"event":"reload".*"state":"ready"' "$work/serve.log" || true); peak RSS: $(peak) bytes"
 stop
+fi
