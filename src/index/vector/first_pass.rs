@@ -29,10 +29,10 @@ pub struct Coded {
     /// SIMD look-ups ([`Coded::first_pass`]). [`Coded::code`] reads one code. With
     /// `shared`, code `i` is that of the `i`-th distinct vector, not of `vectors[i]`.
     pub(super) codes: Vec<u8>,
-    /// Where vectors repeat, each distinct one's code once, and the positions that share it.
-    pub(super) shared: Option<Shared>,
     /// Sorted by chunk id.
     pub vectors: Vectors,
+    /// Where vectors repeat, each distinct one's code once, and the positions that share it.
+    pub(super) shared: Option<Shared>,
 }
 
 /// The positions whose vectors are the same to the bit (scale and values): they have one
