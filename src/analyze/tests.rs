@@ -126,3 +126,58 @@ fn language_detection() {
         Language::En
     );
 }
+
+/// A thread keeps the terms of the words it has analyzed, for each keyword setting apart:
+/// with the words seen before in the other setting, in either order, and past the bound (the
+/// thread starts over), the terms are those each analysis gives alone in a thread of its own.
+#[test]
+fn kept_terms_are_those_of_a_fresh_thread() {
+    const TEXTS: [&str; 5] = [
+        "for x in the list",
+        "how to iterate over a map in Go for each key if it is set",
+        "If expressions and for loops",
+        "Как настроить кэш для развёртывания сайта",
+        "Mixed utf8 x64 identifiers and a verylongwordthatgoesonandonandonandonandonandonandon",
+    ];
+    // Each text through version 1, version 2 and version 2's query rules.
+    let one = |text: usize, way: usize| -> Vec<String> {
+        let a = Analyzer::for_version(1 + (way > 0) as u32);
+        match way {
+            2 => a
+                .query_tokens(TEXTS[text])
+                .into_iter()
+                .map(|t| t.term)
+                .collect(),
+            _ => a.terms(TEXTS[text]),
+        }
+    };
+    let calls: Vec<(usize, usize)> = (0..TEXTS.len())
+        .flat_map(|t| (0..3).map(move |w| (t, w)))
+        .collect();
+    let alone: Vec<Vec<String>> = calls
+        .iter()
+        .map(|&(t, w)| std::thread::spawn(move || one(t, w)).join().unwrap())
+        .collect();
+    let in_turn = move |order: &[(usize, usize)]| -> Vec<Vec<String>> {
+        order.iter().map(|&(t, w)| one(t, w)).collect()
+    };
+    let reversed: Vec<(usize, usize)> = calls.iter().rev().copied().collect();
+    let (forward, backward, after) = std::thread::spawn({
+        let (calls, reversed) = (calls.clone(), reversed.clone());
+        move || {
+            let forward = in_turn(&calls);
+            let backward = in_turn(&reversed);
+            // Past the bound: more distinct words than a thread keeps.
+            let a = Analyzer::for_version(2);
+            for i in 0..super::KEPT_TERMS + 10 {
+                a.terms(&format!("w{i}x"));
+            }
+            (forward, backward, in_turn(&calls))
+        }
+    })
+    .join()
+    .unwrap();
+    assert_eq!(forward, alone);
+    assert_eq!(backward.into_iter().rev().collect::<Vec<_>>(), alone);
+    assert_eq!(after, alone);
+}
