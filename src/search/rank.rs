@@ -130,8 +130,9 @@ pub fn features(
     for &d in &docs {
         let (first, count) = corpus.doc_span(d);
         let (mut best, mut second, mut lex, mut mask) = (0f32, 0f32, 0f32, 0u64);
-        for c in first..first + count {
-            let cos = r.cosine(query.vector, c).unwrap_or(0.0).max(0.0);
+        let cosines = r.cosines(query.vector, first..first + count);
+        for (c, cos) in (first..first + count).zip(cosines) {
+            let cos = cos.unwrap_or(0.0).max(0.0);
             if cos > best {
                 second = best;
                 best = cos;

@@ -53,6 +53,17 @@ impl Retriever<'_> {
         hits
     }
 
+    /// [`Retriever::cosine`] of each chunk in `chunks`, in order.
+    pub fn cosines(&self, query: &[f32], chunks: std::ops::Range<u32>) -> Vec<Option<f32>> {
+        let Some(vectors) = self.corpus.vectors() else {
+            return vec![None; chunks.len()];
+        };
+        let at = |c: u32| self.positions.get(c as usize).filter(|&&p| p != u32::MAX);
+        let positions: Vec<u32> = chunks.clone().filter_map(|c| at(c).copied()).collect();
+        let mut dots = vectors.store().dots_f32(&positions, query).into_iter();
+        chunks.map(|c| at(c).and_then(|_| dots.next())).collect()
+    }
+
     /// Cosine of the query with one chunk (`None` if it has no vector).
     pub fn cosine(&self, query: &[f32], chunk: u32) -> Option<f32> {
         let vectors = self.corpus.vectors()?;

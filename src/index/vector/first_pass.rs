@@ -726,13 +726,16 @@ impl Coded {
         k: usize,
         allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<(u32, f32)> {
-        let mut hits: Vec<(u32, f32)> = self
+        let positions: Vec<u32> = self
             .first_pass(q, shortlist(k), allow)
             .into_iter()
-            .map(|(i, _)| {
-                let i = i as usize;
-                (self.vectors.chunks[i], self.vectors.dot_f32(i, q))
-            })
+            .map(|(i, _)| i)
+            .collect();
+        let cosines = self.vectors.dots_f32(&positions, q);
+        let mut hits: Vec<(u32, f32)> = positions
+            .iter()
+            .zip(cosines)
+            .map(|(&i, cos)| (self.vectors.chunks[i as usize], cos))
             .collect();
         hits.sort_by(best_first);
         hits.truncate(k);

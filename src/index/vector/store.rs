@@ -159,6 +159,42 @@ impl Vectors {
             * self.scales[i]
     }
 
+    /// [`Vectors::dot_f32`] of the vector at each of `positions`, four at a time: each sum
+    /// adds the same products in the same order in a register of its own (the same bits),
+    /// and four chains of additions keep the adders busy where one waits on its last sum.
+    pub fn dots_f32(&self, positions: &[u32], q: &[f32]) -> Vec<f32> {
+        let mut out = Vec::with_capacity(positions.len());
+        let mut fours = positions.chunks_exact(4);
+        let n = self.dims.min(q.len());
+        for four in &mut fours {
+            let rows = [0, 1, 2, 3].map(|k| self.row(four[k] as usize));
+            // From −0, as `Iterator::sum` starts.
+            let mut sums = [-0.0f32; 4];
+            if self.bits == 4 {
+                for (d, &qd) in q.iter().enumerate().take(n) {
+                    let (byte, shift) = (d / 2, 4 * (d % 2));
+                    for (sum, row) in sums.iter_mut().zip(&rows) {
+                        *sum += ((row[byte] >> shift & 0x0f) as i8 - 8) as f32 * qd;
+                    }
+                }
+            } else {
+                for (d, &qd) in q.iter().enumerate().take(n) {
+                    for (sum, row) in sums.iter_mut().zip(&rows) {
+                        *sum += row[d] as i8 as f32 * qd;
+                    }
+                }
+            }
+            out.extend((0..4).map(|k| sums[k] * self.scales[four[k] as usize]));
+        }
+        out.extend(
+            fours
+                .remainder()
+                .iter()
+                .map(|&i| self.dot_f32(i as usize, q)),
+        );
+        out
+    }
+
     /// Vector `i`'s dequantized values, as the codes' sums read them, into `out`.
     pub(super) fn dequantize_into(&self, i: usize, out: &mut [f64]) {
         let scale = self.scales[i] as f64;

@@ -128,6 +128,48 @@ fn flat_vectors_hold_the_same_values_and_score_to_the_bit() {
     assert!(Vectors::from_qvecs(vec![four[0].clone(), unit_vectors(1, 5)[0].clone()]).is_err());
 }
 
+/// Four sums at a time give each vector's `dot_f32` to the bit: at 4 and 8 bits, odd dims,
+/// any number of positions in any order, a query shorter than the vectors, and sums of
+/// zeros (−0 where every product is, as `Iterator::sum` gives it).
+#[test]
+fn four_dot_products_at_a_time_are_each_ones_bits() {
+    let mut four: Vec<QVec> = unit_vectors(30, 17).iter().map(QVec::to_4bit).collect();
+    four[7].data.iter_mut().for_each(|d| *d = 0);
+    // Every product −0 against the zero query: the sum keeps its sign only from −0.
+    four[8].data.iter_mut().for_each(|d| *d = -3);
+    let wide: Vec<QVec> = unit_vectors(30, 17)
+        .into_iter()
+        .map(|mut v| {
+            v.data[0] = -100;
+            v
+        })
+        .collect();
+    for set in [store(four), store(wide)] {
+        for q in [query(17, 1), query(17, 2)[..9].to_vec(), vec![0.0; 17]] {
+            for positions in [
+                (0..30).collect::<Vec<u32>>(),
+                vec![7, 3, 29, 7, 0],
+                vec![],
+                vec![5, 6, 7],
+                (0..30).rev().collect(),
+            ] {
+                let got = set.dots_f32(&positions, &q);
+                let want: Vec<f32> = positions
+                    .iter()
+                    .map(|&i| set.dot_f32(i as usize, &q))
+                    .collect();
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{} bits, {positions:?}",
+                    set.bits()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn transposing_moves_every_byte_and_comes_back() {
     for (rows, cols) in [
