@@ -60,7 +60,7 @@ impl Retriever<'_> {
         };
         let at = |c: u32| self.positions.get(c as usize).filter(|&&p| p != u32::MAX);
         let positions: Vec<u32> = chunks.clone().filter_map(|c| at(c).copied()).collect();
-        let mut dots = vectors.dots_f32(&positions, query).into_iter();
+        let mut dots = vectors.store().dots_f32(&positions, query).into_iter();
         chunks.map(|c| at(c).and_then(|_| dots.next())).collect()
     }
 

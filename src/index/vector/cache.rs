@@ -209,13 +209,13 @@ pub fn read(
     };
     // The groups are checked here, where a damaged file is named (the host checks the rest
     // against its bundle).
-    let shared = match shared {
-        true => Some(
-            Shared::from_groups(u32s(starts), u32s(members), n as usize)
-                .map_err(|m| corrupt(&m))?,
-        ),
-        false => None,
-    };
+    let shared = shared.then(|| Shared {
+        starts: u32s(starts),
+        members: u32s(members),
+    });
+    if let Some(s) = &shared {
+        s.check(n as usize).map_err(|m| corrupt(&m))?;
+    }
     Ok(VectorIndex::Coded(Coded {
         low: f32s(low),
         high: f32s(high),

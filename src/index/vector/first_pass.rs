@@ -45,15 +45,13 @@ pub(super) struct Shared {
     /// numbered in the order of their first position.
     pub(super) starts: Vec<u32>,
     pub(super) members: Vec<u32>,
-    /// Each position's code (what `starts` and `members` say, the other way round).
-    pub(super) code_of: Vec<u32>,
 }
 
 impl Shared {
     /// Groups `vectors` by equal vectors, where that pays: `None` when fewer than a quarter
-    /// of them repeat another (the positions, 8 bytes each, and the starts would cost more
-    /// than the codes they save).
-    pub(super) fn of(vectors: &Vectors) -> Option<Shared> {
+    /// of them repeat another (the positions, 4 bytes each, and the starts would cost more
+    /// than the codes they save), else the groups and each position's code.
+    pub(super) fn of(vectors: &Vectors) -> Option<(Shared, Vec<u32>)> {
         use std::collections::HashMap;
         use std::hash::{BuildHasherDefault, Hash, Hasher};
         let n = vectors.len();
@@ -128,11 +126,7 @@ impl Shared {
             members[fill[k as usize] as usize] = i as u32;
             fill[k as usize] += 1;
         }
-        Some(Shared {
-            starts,
-            members,
-            code_of,
-        })
+        Some((Shared { starts, members }, code_of))
     }
 
     pub(super) fn codes(&self) -> usize {
@@ -142,27 +136,6 @@ impl Shared {
     /// The positions of code `k`.
     pub(super) fn of_code(&self, k: usize) -> &[u32] {
         &self.members[self.starts[k] as usize..self.starts[k + 1] as usize]
-    }
-
-    /// The groups `starts` and `members` give `n` positions, checked ([`Shared::check`]).
-    pub(super) fn from_groups(
-        starts: Vec<u32>,
-        members: Vec<u32>,
-        n: usize,
-    ) -> std::result::Result<Shared, String> {
-        let mut shared = Shared {
-            starts,
-            members,
-            code_of: Vec::new(),
-        };
-        shared.check(n)?;
-        shared.code_of = vec![0; n];
-        for k in 0..shared.codes() {
-            for j in shared.starts[k]..shared.starts[k + 1] {
-                shared.code_of[shared.members[j as usize] as usize] = k as u32;
-            }
-        }
-        Ok(shared)
     }
 
     /// Structural checks for groups read from outside (the CLI's vector cache): `n`
@@ -326,14 +299,14 @@ impl Coded {
     pub fn build(vectors: Vectors) -> Coded {
         let dims = vectors.dims();
         let mean = means(&vectors);
-        let shared = Shared::of(&vectors);
+        let (shared, code_at) = Shared::of(&vectors).unzip();
         let codes = codes_for(&vectors, &mean, shared.as_ref());
         let cb = code_bytes(dims);
         let (mut above, mut below) = (vec![(0f64, 0u32); dims], vec![(0f64, 0u32); dims]);
         let mut values = vec![0f64; dims];
         let mut code = vec![0u8; cb];
         for i in 0..vectors.len() {
-            let k = shared.as_ref().map_or(i, |s| s.code_of[i] as usize);
+            let k = code_at.as_ref().map_or(i, |c| c[i] as usize);
             code_of(&codes, cb, k, &mut code);
             vectors.dequantize_into(i, &mut values);
             for (d, &x) in values.iter().enumerate() {
@@ -373,7 +346,7 @@ impl Coded {
     /// which this computes: on en-large-cpp-docs, 5.8 MB of the bundle for tens of
     /// milliseconds a load).
     pub fn from_levels(vectors: Vectors, mean: &[f64], low: Vec<f32>, high: Vec<f32>) -> Coded {
-        let shared = Shared::of(&vectors);
+        let shared = Shared::of(&vectors).map(|s| s.0);
         Coded {
             codes: codes_for(&vectors, mean, shared.as_ref()),
             low,
@@ -425,31 +398,13 @@ impl Coded {
 
     /// The code of each position.
     fn code_at(&self) -> Vec<u32> {
-        match &self.shared {
-            None => (0..self.vectors.len() as u32).collect(),
-            Some(s) => s.code_of.clone(),
+        let mut at = vec![0u32; self.vectors.len()];
+        for k in 0..self.n_codes() {
+            for j in self.positions_of(k) {
+                at[self.position(j) as usize] = k as u32;
+            }
         }
-    }
-
-    /// [`Vectors::dots_f32`], once for each distinct vector among `positions`.
-    pub fn dots_f32(&self, positions: &[u32], q: &[f32]) -> Vec<f32> {
-        let Some(s) = &self.shared else {
-            return self.vectors.dots_f32(positions, q);
-        };
-        let mut slot = std::collections::HashMap::new();
-        let mut firsts = Vec::new();
-        let each: Vec<usize> = positions
-            .iter()
-            .map(|&i| {
-                let k = s.code_of[i as usize];
-                *slot.entry(k).or_insert_with(|| {
-                    firsts.push(s.members[s.starts[k as usize] as usize]);
-                    firsts.len() - 1
-                })
-            })
-            .collect();
-        let dots = self.vectors.dots_f32(&firsts, q);
-        each.into_iter().map(|f| dots[f]).collect()
+        at
     }
 
     pub(super) fn dims(&self) -> usize {
@@ -776,7 +731,7 @@ impl Coded {
             .into_iter()
             .map(|(i, _)| i)
             .collect();
-        let cosines = self.dots_f32(&positions, q);
+        let cosines = self.vectors.dots_f32(&positions, q);
         let mut hits: Vec<(u32, f32)> = positions
             .iter()
             .zip(cosines)

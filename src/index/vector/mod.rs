@@ -137,14 +137,6 @@ impl VectorIndex {
         hits
     }
 
-    /// [`Vectors::dots_f32`] of the vectors at `positions` (storage positions).
-    pub fn dots_f32(&self, positions: &[u32], q: &[f32]) -> Vec<f32> {
-        match self {
-            VectorIndex::Flat(v) => v.dots_f32(positions, q),
-            VectorIndex::Coded(c) => c.dots_f32(positions, q),
-        }
-    }
-
     /// Cosine of the query with each chunk in `chunks` (which need not be near it).
     /// Returns `None` for a chunk without a vector.
     pub fn similarity(&self, q: &[f32], chunks: &[u32]) -> Vec<Option<f32>> {
