@@ -16,8 +16,10 @@ use crate::index::lexical::{self, QueryTerm};
 use crate::index::spelling::correction_shards;
 use crate::index::vector::VectorIndex;
 
-/// The engine's data.
+/// The engine's data. (One per engine, so the variants' sizes do not matter; boxing the
+/// larger one would cost the lexical wasm build its budget.)
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Data {
     Whole(Bundle),
     Split(SplitBundle),
