@@ -108,10 +108,13 @@ impl Masks {
         }
         let mask = Arc::new(DocMask::new(corpus, scope));
         let mut kept = lock();
-        if kept.len() == KEPT_MASKS {
-            kept.remove(0);
+        // Another request may have made the same one meanwhile.
+        if !kept.iter().any(|(k, _)| k.0 == *access && k.1 == *scope) {
+            if kept.len() == KEPT_MASKS {
+                kept.remove(0);
+            }
+            kept.push(((access.clone(), scope.clone()), mask.clone()));
         }
-        kept.push(((access.clone(), scope.clone()), mask.clone()));
         mask
     }
 }
