@@ -165,32 +165,58 @@ impl View {
     }
 }
 
+/// What an engine works out for a key (a reader, a request's scope), kept for the next request
+/// with the same key: at most [`KEPT`] entries, past which the oldest is made again when next
+/// asked for.
+#[cfg(feature = "access")]
+#[derive(Debug)]
+pub(crate) struct Kept<K, V>(Mutex<Vec<(K, V)>>);
+
+/// Entries a [`Kept`] holds at most.
+#[cfg(feature = "access")]
+const KEPT: usize = 64;
+
+#[cfg(feature = "access")]
+impl<K, V> Default for Kept<K, V> {
+    fn default() -> Self {
+        Kept(Mutex::new(Vec::new()))
+    }
+}
+
+#[cfg(feature = "access")]
+impl<K: PartialEq + Clone, V: Clone> Kept<K, V> {
+    /// The value kept for `key`, else `make()`, kept (once, if another request made it
+    /// meanwhile).
+    pub(crate) fn get(&self, key: &K, make: impl FnOnce() -> V) -> V {
+        let lock = || self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, v)) = lock().iter().find(|(k, _)| k == key) {
+            return v.clone();
+        }
+        let value = make();
+        let mut kept = lock();
+        if !kept.iter().any(|(k, _)| k == key) {
+            if kept.len() == KEPT {
+                kept.remove(0);
+            }
+            kept.push((key.clone(), value.clone()));
+        }
+        value
+    }
+}
+
 /// The views an engine has made, one per reader's access, kept for the next request of the
 /// same reader (a server answers a few groups of users over and over). Making one reads
 /// every posting once.
 #[cfg(feature = "access")]
 #[derive(Debug, Default)]
-pub(crate) struct Views(Mutex<Vec<(Access, Option<Arc<View>>)>>);
-
-/// Views kept at most; past that the oldest is made again when next asked for.
-#[cfg(feature = "access")]
-const KEPT_VIEWS: usize = 64;
+pub(crate) struct Views(Kept<Access, Option<Arc<View>>>);
 
 #[cfg(feature = "access")]
 impl Views {
     /// What `access` reads of `bundle` (`None`: all of it).
     pub(crate) fn get(&self, bundle: Option<&Bundle>, access: &Access) -> Option<Arc<View>> {
         let bundle = bundle.filter(|b| b.access.is_some())?;
-        let lock = || self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, v)) = lock().iter().find(|(a, _)| a == access) {
-            return v.clone();
-        }
-        let view = View::of(bundle, access).map(Arc::new);
-        let mut kept = lock();
-        if kept.len() == KEPT_VIEWS {
-            kept.remove(0);
-        }
-        kept.push((access.clone(), view.clone()));
-        view
+        self.0
+            .get(access, || View::of(bundle, access).map(Arc::new))
     }
 }

@@ -5,7 +5,7 @@
 //! and a filtered search returns as many results as an unfiltered one would.
 
 #[cfg(feature = "access")]
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use super::corpus::Corpus;
 use super::request::Scope;
@@ -75,19 +75,10 @@ impl DocMask {
 /// The masks an engine has made, one per reader's access and scope, kept for the next request
 /// with both the same: a server answers a few groups of users and a few filters over and
 /// over, and masking a filtered scope reads every document (at 102K documents, 2.5 ms: a
-/// tenth of a hybrid request).
+/// tenth of a hybrid request). Each is a bit per chunk: 280 KB at 2.24M chunks.
 #[cfg(feature = "access")]
 #[derive(Debug, Default)]
-pub(crate) struct Masks(Mutex<Vec<(MaskKey, Arc<DocMask>)>>);
-
-/// Whose request, and its scope.
-#[cfg(feature = "access")]
-type MaskKey = (super::Access, Scope);
-
-/// Masks kept at most (each a bit per chunk: 280 KB at 2.24M chunks); past that the oldest is
-/// made again when next asked for.
-#[cfg(feature = "access")]
-const KEPT_MASKS: usize = 64;
+pub(crate) struct Masks(super::access::Kept<(super::Access, Scope), Arc<DocMask>>);
 
 #[cfg(feature = "access")]
 impl Masks {
@@ -99,23 +90,11 @@ impl Masks {
         access: &super::Access,
         scope: &Scope,
     ) -> Arc<DocMask> {
-        if corpus.whole().is_none() {
-            return Arc::new(DocMask::new(corpus, scope));
+        let make = || Arc::new(DocMask::new(corpus, scope));
+        match corpus.whole() {
+            None => make(),
+            Some(_) => self.0.get(&(access.clone(), scope.clone()), make),
         }
-        let lock = || self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, m)) = lock().iter().find(|(k, _)| k.0 == *access && k.1 == *scope) {
-            return m.clone();
-        }
-        let mask = Arc::new(DocMask::new(corpus, scope));
-        let mut kept = lock();
-        // Another request may have made the same one meanwhile.
-        if !kept.iter().any(|(k, _)| k.0 == *access && k.1 == *scope) {
-            if kept.len() == KEPT_MASKS {
-                kept.remove(0);
-            }
-            kept.push(((access.clone(), scope.clone()), mask.clone()));
-        }
-        mask
     }
 }
 
