@@ -355,30 +355,24 @@ mod tests {
 
         // A header that claims more vectors than the file holds, or more codes than vectors,
         // its checksum made right.
-        let mut header: Header = postcard::from_bytes(&bytes[48..body]).unwrap();
-        header.codes = 301;
-        let h = postcard::to_allocvec(&header).unwrap();
-        let forged = [
-            &bytes[..12],
-            &(h.len() as u32).to_le_bytes(),
-            Sha256::digest(&h).as_slice(),
-            &h,
-            &bytes[body..],
-        ]
-        .concat();
-        assert!(refusal(&forged).contains("more codes than vectors"));
-        header.codes = 300;
-        for n in [301, 1 << 40, u64::MAX / 2, u64::MAX] {
-            header.n = n;
-            let h = postcard::to_allocvec(&header).unwrap();
-            let forged = [
+        let forge = |header: &Header| {
+            let h = postcard::to_allocvec(header).unwrap();
+            [
                 &bytes[..12],
                 &(h.len() as u32).to_le_bytes(),
                 Sha256::digest(&h).as_slice(),
                 &h,
                 &bytes[body..],
             ]
-            .concat();
+            .concat()
+        };
+        let mut header: Header = postcard::from_bytes(&bytes[48..body]).unwrap();
+        header.codes = 301;
+        assert!(refusal(&forge(&header)).contains("more codes than vectors"));
+        header.codes = 300;
+        for n in [301, 1 << 40, u64::MAX / 2, u64::MAX] {
+            header.n = n;
+            let forged = forge(&header);
             assert!(refusal(&forged).starts_with("Corrupt"), "n = {n}");
         }
     }
