@@ -225,12 +225,12 @@ impl<'a> Corpus<'a> {
         }
     }
 
-    /// A split bundle's first chunk of each document, then the chunk count (document `d`
-    /// holds `firsts[d]..firsts[d + 1]`); a whole bundle maps chunks to documents directly.
-    pub fn doc_firsts(&self) -> Option<&'a [u32]> {
+    /// Each document's first chunk, then the chunk count (document `d` holds
+    /// `firsts[d]..firsts[d + 1]`).
+    pub fn doc_firsts(&self) -> &'a [u32] {
         match self.data {
-            Data::Whole(_) => None,
-            Data::Split(s) => Some(s.doc_firsts()),
+            Data::Whole(b) => &b.docs.tables().firsts,
+            Data::Split(s) => s.doc_firsts(),
         }
     }
 

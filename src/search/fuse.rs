@@ -367,7 +367,7 @@ pub fn head(corpus: &Corpus, matches: &Matches, max_per_doc: usize, docs: usize)
     let mut add = |chunk: u32, score: f32| {
         debug_assert!(last < Some(chunk), "matches come in chunk order");
         last = Some(chunk);
-        let doc = walk.doc(corpus, chunk);
+        let doc = walk.doc(chunk);
         match groups.last_mut() {
             Some(g) if g.doc == doc => {
                 g.count += 1;
@@ -411,7 +411,7 @@ pub fn head(corpus: &Corpus, matches: &Matches, max_per_doc: usize, docs: usize)
         let best = |f: &mut dyn FnMut(u32, f32)| groups.iter().for_each(|g| f(g.chunk, g.score));
         let mut chosen: Vec<u32> = top(best, docs)
             .into_iter()
-            .map(|(chunk, _)| walk.doc(corpus, chunk))
+            .map(|(chunk, _)| walk.doc(chunk))
             .collect();
         chosen.sort_unstable();
         groups.retain(|g| chosen.binary_search(&g.doc).is_ok());
@@ -477,14 +477,13 @@ fn top(scored: impl Fn(&mut dyn FnMut(u32, f32)), k: usize) -> Vec<(u32, f32)> {
 }
 
 /// The document of chunk after chunk. Hits in chunk order (as BM25 gives them) stay in a
-/// document or move on to a later one. Over a split bundle's list of first chunks that one is
-/// found by a gallop forward from the current document and a binary search in the last stride,
-/// inline: a query over 110K documents moves tens of thousands of times, and a lookup through
+/// document or move on to a later one, found along the list of each document's first chunk by
+/// a gallop forward from the current document and a binary search in the last stride, inline:
+/// a query over 110K documents moves tens of thousands of times, and a lookup through
 /// [`Corpus`] each time (a binary search over every document, a call per step in the lexical
-/// wasm build) was a tenth of a Worker's time. A whole bundle maps a chunk to its document
-/// directly.
+/// wasm build) was a tenth of a Worker's time.
 struct DocWalk<'a> {
-    firsts: Option<&'a [u32]>,
+    firsts: &'a [u32],
     doc: u32,
     span: std::ops::Range<u32>,
 }
@@ -499,21 +498,16 @@ impl<'a> DocWalk<'a> {
     }
 
     /// Inlined always (most chunks stay in the last document), the rest out of line.
-    fn doc(&mut self, corpus: &Corpus, chunk: u32) -> u32 {
+    fn doc(&mut self, chunk: u32) -> u32 {
         if self.span.contains(&chunk) {
             return self.doc;
         }
-        self.move_to(corpus, chunk)
+        self.move_to(chunk)
     }
 
     #[inline(never)]
-    fn move_to(&mut self, corpus: &Corpus, chunk: u32) -> u32 {
-        let Some(firsts) = self.firsts else {
-            self.doc = corpus.doc_of(chunk);
-            let (first, n) = corpus.doc_span(self.doc);
-            self.span = first..first.saturating_add(n);
-            return self.doc;
-        };
+    fn move_to(&mut self, chunk: u32) -> u32 {
+        let firsts = self.firsts;
         let from = (self.span.end != 0 && chunk >= self.span.end).then_some(self.doc as usize);
         let lo = doc_in(firsts, chunk, from);
         self.doc = lo as u32;
