@@ -1,7 +1,8 @@
 //! Running the models: `tokenizers` + a `tract-onnx` plan (the `models` feature).
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokenizers::{Encoding, Tokenizer};
 use tract_onnx::prelude::*;
@@ -55,6 +56,53 @@ pub struct Embedder {
     query_prefix: String,
     passage_prefix: String,
     plan: Arc<TypedRunnableModel>,
+    /// The vectors of the queries embedded last.
+    queries: KeptQueries,
+}
+
+/// The vectors of the last queries embedded, by their text: the second page of a search, the
+/// same question under another filter, an agent asking again all need the vector of a query
+/// embedded a moment before (a third of a hybrid request's time on a server). A vector is a
+/// function of its text alone (see [`Embedder::embed`]), so a kept one has the bits a new run
+/// gives. At most [`KeptQueries::LIMIT`] are kept (queries are at most 500 characters: about
+/// 3 KB an entry); past it the oldest goes.
+#[derive(Default)]
+struct KeptQueries(Mutex<Queries>);
+
+/// The kept vectors by text, and the texts in the order they came.
+#[derive(Default)]
+struct Queries {
+    vectors: HashMap<String, Box<[f32]>>,
+    order: VecDeque<String>,
+}
+
+impl KeptQueries {
+    /// A server's worth natively; a few in wasm, where a Worker isolate counts every kilobyte
+    /// and a browser tab pages through one reader's searches.
+    const LIMIT: usize = if cfg!(target_arch = "wasm32") {
+        16
+    } else {
+        256
+    };
+
+    fn get(&self, text: &str) -> Option<Vec<f32>> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.vectors.get(text).map(|v| v.to_vec())
+    }
+
+    fn keep(&self, text: String, vector: &[f32]) {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.vectors.contains_key(&text) {
+            return;
+        }
+        if kept.vectors.len() == Self::LIMIT {
+            if let Some(oldest) = kept.order.pop_front() {
+                kept.vectors.remove(&oldest);
+            }
+        }
+        kept.vectors.insert(text.clone(), vector.into());
+        kept.order.push_back(text);
+    }
 }
 
 impl std::fmt::Debug for Embedder {
@@ -110,6 +158,7 @@ impl Embedder {
             query_prefix: files.query_prefix.clone(),
             passage_prefix: files.passage_prefix.clone(),
             plan,
+            queries: KeptQueries::default(),
         };
         // One probe run validates the graph end to end and tells the output width.
         let probe = embedder.embed_batch(&["probe"])?;
@@ -168,9 +217,16 @@ impl Embedder {
         Ok(enc)
     }
 
-    /// Embeds a search query (with the model's query prefix).
+    /// Embeds a search query (with the model's query prefix), or gives the vector kept from
+    /// the last time it was asked.
     pub fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        self.embed(&format!("{}{text}", self.query_prefix))
+        let text = format!("{}{text}", self.query_prefix);
+        if let Some(v) = self.queries.get(&text) {
+            return Ok(v);
+        }
+        let v = self.embed(&text)?;
+        self.queries.keep(text, &v);
+        Ok(v)
     }
 
     /// Embeds a passage: a chunk's embedding input (with the model's passage prefix).
@@ -353,6 +409,46 @@ pub(crate) fn run_encoding(
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
+
+    /// A query asked again gets the vector a new run gives, bit for bit, under the model's
+    /// query prefix (E5's `query: `, not its `passage: `).
+    #[test]
+    fn a_kept_query_vector_is_the_one_a_new_run_gives() {
+        let dir = super::super::models_root().join("multilingual-e5-small");
+        let e = Embedder::new(&ModelFiles::from_dir(&dir).expect("run `make models`")).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        let fresh = e.embed("query: how big can the cache be").unwrap();
+        let asked = e.embed_query("how big can the cache be").unwrap();
+        let again = e.embed_query("how big can the cache be").unwrap();
+        assert_eq!(bits(&asked), bits(&fresh));
+        assert_eq!(bits(&again), bits(&fresh));
+        let passage = e.embed_passage("how big can the cache be").unwrap();
+        assert_ne!(bits(&passage), bits(&fresh));
+        assert_eq!(
+            bits(&e.embed_query("how big can the cache be").unwrap()),
+            bits(&fresh)
+        );
+    }
+
+    /// At most [`KeptQueries::LIMIT`] vectors are kept, the oldest going first.
+    #[test]
+    fn kept_queries_are_bounded_and_the_oldest_go() {
+        let kept = KeptQueries::default();
+        for i in 0..KeptQueries::LIMIT + 3 {
+            kept.keep(format!("q{i}"), &[i as f32]);
+        }
+        kept.keep("q10".into(), &[-1.0]);
+        {
+            let q = kept.0.lock().unwrap();
+            let sizes = (q.vectors.len(), q.order.len());
+            assert_eq!(sizes, (KeptQueries::LIMIT, KeptQueries::LIMIT));
+        }
+        assert!((0..3).all(|i| kept.get(&format!("q{i}")).is_none()));
+        assert_eq!(kept.get("q3"), Some(vec![3.0]));
+        assert_eq!(kept.get("q10"), Some(vec![10.0]));
+        let last = KeptQueries::LIMIT + 2;
+        assert_eq!(kept.get(&format!("q{last}")), Some(vec![last as f32]));
+    }
 
     /// Folding the weights one at a time gives the plan tract's own analysis gives: the same
     /// hidden states, bit for bit, for both models (`make models`).
