@@ -237,7 +237,10 @@ impl<'a> Corpus<'a> {
     /// (first chunk, chunk count) of document `d`.
     pub fn doc_span(&self, d: u32) -> (u32, u32) {
         match self.data {
-            Data::Whole(b) => b.docs.tables().spans[d as usize],
+            Data::Whole(b) => {
+                let doc = &b.docs.documents[d as usize];
+                (doc.first_chunk, doc.chunk_count)
+            }
             Data::Split(s) => s.doc_span(d),
         }
     }
