@@ -473,16 +473,15 @@ fn phrase(analyzer: &Analyzer, query: &[&str], text: &str) -> f32 {
     if query.len() < 2 {
         return 0.0;
     }
-    let words = analyzer.terms(text);
-    let pairs: std::collections::BTreeSet<(&str, &str)> = words
-        .windows(2)
-        .map(|w| (w[0].as_str(), w[1].as_str()))
-        .collect();
-    let found = query
-        .windows(2)
-        .filter(|w| pairs.contains(&(w[0], w[1])))
-        .count();
-    found as f32 / (query.len() - 1) as f32
+    // The query's few pairs looked for along the text's words (a table of the text's pairs
+    // cost more than the words: the second stage reads every pool chunk).
+    let mut found = vec![false; query.len() - 1];
+    for w in analyzer.terms(text).windows(2) {
+        for (pair, found) in query.windows(2).zip(found.iter_mut()) {
+            *found = *found || (pair[0] == w[0] && pair[1] == w[1]);
+        }
+    }
+    found.iter().filter(|&&f| f).count() as f32 / (query.len() - 1) as f32
 }
 
 /// Words of the query a reader pasted from code: with `::`, `-`, `_`, `.`, `<`, `(`, `/`,
@@ -625,6 +624,33 @@ impl Ranker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The share of the query's adjacent pairs that the text holds adjacent, each pair of the
+    /// query counted (a repeated one twice), in the text's order only.
+    #[test]
+    fn phrase_counts_the_query_pairs_found_adjacent_in_the_text() {
+        let a = Analyzer::new();
+        let q = |s: &str| a.terms(s);
+        let cases = [
+            ("remove item", "Use Remove-Item to remove items.", 1.0),
+            ("remove item", "The item to remove.", 0.0),
+            ("copy item copy item", "copy item then", 2.0 / 3.0),
+            ("copy item force", "first copy the item, later force", 0.5),
+            ("copy item force", "item copy, force copy", 0.0),
+            (
+                "copy item force",
+                "copy item, with force: copy-item -force",
+                1.0,
+            ),
+            ("item copy remove", "remove item copy", 0.5),
+            ("remove", "remove", 0.0),
+        ];
+        for (query, text, want) in cases {
+            let terms = q(query);
+            let seq: Vec<&str> = terms.iter().map(String::as_str).collect();
+            assert_eq!(phrase(&a, &seq, text), want, "{query:?} in {text:?}");
+        }
+    }
 
     #[test]
     fn identifiers_are_what_a_reader_pastes_from_code() {
