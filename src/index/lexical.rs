@@ -466,19 +466,18 @@ impl Scores {
         }
     }
 
-    /// Keeps the matches for which `keep(chunk)` holds.
-    pub fn retain(&mut self, mut keep: impl FnMut(u32) -> bool) {
+    /// Keeps the matches whose bit is set in `allowed` (one bit per chunk, as `Scores` marks
+    /// its matches): a word of 64 chunks at a time, and only the matches that go are read.
+    pub fn retain(&mut self, allowed: &[u64]) {
         for (w, bits) in self.matched.iter_mut().enumerate() {
-            let mut rest = *bits;
-            while rest != 0 {
-                let b = rest.trailing_zeros();
-                rest &= rest - 1;
-                let c = w * 64 + b as usize;
-                if !keep(c as u32) {
-                    *bits &= !(1 << b);
-                    // Only matches hold a score (what `drop` relies on).
-                    self.scores[c] = 0.0;
-                }
+            let keep = allowed.get(w).copied().unwrap_or(0);
+            let mut gone = *bits & !keep;
+            *bits &= keep;
+            while gone != 0 {
+                let b = gone.trailing_zeros();
+                gone &= gone - 1;
+                // Only matches hold a score (what `drop` relies on).
+                self.scores[w * 64 + b as usize] = 0.0;
             }
         }
     }

@@ -62,6 +62,11 @@ impl DocMask {
         self.chunks.is_some()
     }
 
+    /// The bit of each chunk in scope, 64 to a word; `None` for every chunk.
+    pub fn chunk_bits(&self) -> Option<&[u64]> {
+        self.chunks.as_deref()
+    }
+
     pub fn allows_chunk(&self, chunk: u32) -> bool {
         match &self.chunks {
             None => true,

@@ -25,8 +25,8 @@ impl Retriever<'_> {
     /// BM25 score of every in-scope chunk containing a query term.
     pub fn lexical(&self, terms: &[QueryTerm]) -> Scores {
         let mut hits = self.corpus.bm25(terms);
-        if self.mask.is_restricted() {
-            hits.retain(|c| self.mask.allows_chunk(c));
+        if let Some(allowed) = self.mask.chunk_bits() {
+            hits.retain(allowed);
         }
         hits
     }
