@@ -726,12 +726,12 @@ impl Coded {
         k: usize,
         allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<(u32, f32)> {
-        let positions: Vec<u32> = self
-            .first_pass(q, shortlist(k), allow)
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect();
-        let cosines = self.vectors.dots_f32(&positions, q);
+        let pass = self.first_pass(q, shortlist(k), allow);
+        let positions: Vec<u32> = pass.iter().map(|&(i, _)| i).collect();
+        let cosines = match self.shared {
+            Some(_) => self.dots_once_each(&pass, q),
+            None => self.vectors.dots_f32(&positions, q),
+        };
         let mut hits: Vec<(u32, f32)> = positions
             .iter()
             .zip(cosines)
@@ -740,6 +740,52 @@ impl Coded {
         hits.sort_by(best_first);
         hits.truncate(k);
         hits
+    }
+
+    /// [`Vectors::dots_f32`] of the positions of a first pass, each distinct vector's once.
+    /// Equal vectors share a code, so a score: a shortlist over a collection that repeats its
+    /// sections holds each of them once per copy (PowerShell-Docs ×33: 1,600 positions, a
+    /// few dozen vectors). Positions of one score are compared byte for byte (scale and
+    /// values) with the ones already scored, so a vector's cosine is its own, the same bits.
+    pub(super) fn dots_once_each(&self, pass: &[(u32, f32)], q: &[f32]) -> Vec<f32> {
+        let v = &self.vectors;
+        let same = |a: u32, b: u32| {
+            let (a, b) = (a as usize, b as usize);
+            v.scales[a].to_bits() == v.scales[b].to_bits() && v.row(a) == v.row(b)
+        };
+        let mut by_score: Vec<usize> = (0..pass.len()).collect();
+        by_score.sort_unstable_by_key(|&j| (pass[j].1.to_bits(), pass[j].0));
+        // Each entry's first equal position: one of the distinct vectors of its score met so
+        // far, at most a few of them compared (different vectors of one score are rare, and a
+        // bundle that makes many costs a cosine each, not a comparison with every other).
+        const COMPARED: usize = 8;
+        let mut first = vec![0u32; pass.len()];
+        let mut distinct: Vec<u32> = Vec::new();
+        let mut run: Vec<u32> = Vec::new();
+        let mut score = None;
+        for &j in &by_score {
+            let (i, s) = pass[j];
+            if score != Some(s.to_bits()) {
+                score = Some(s.to_bits());
+                run.clear();
+            }
+            first[j] = match run.iter().find(|&&r| same(r, i)) {
+                Some(&r) => r,
+                None => {
+                    distinct.push(i);
+                    if run.len() < COMPARED {
+                        run.push(i);
+                    }
+                    i
+                }
+            };
+        }
+        distinct.sort_unstable();
+        let dots = v.dots_f32(&distinct, q);
+        first
+            .iter()
+            .map(|f| dots[distinct.binary_search(f).expect("kept above")])
+            .collect()
     }
 
     /// Positions (into `vectors`) of the first pass's best `n` for `q`, best first: what

@@ -322,6 +322,26 @@ fn the_bounded_first_pass_keeps_what_one_scan_keeps() {
     }
 }
 
+/// A shortlist's cosines worked out once per distinct vector are each position's own, the
+/// same bits: copies, and distinct vectors under one score (more of them than are compared).
+#[test]
+fn each_distinct_vector_of_a_shortlist_is_scored_once_to_the_same_bits() {
+    let coded = numbered(unit_vectors(40, 16).into_iter().cycle().take(400));
+    assert!(coded.shared.is_some());
+    let q = query(16, 1);
+    let positions: Vec<u32> = (0..400).rev().step_by(3).collect();
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let want = bits(coded.vectors.dots_f32(&positions, &q));
+    for score in [
+        |_: u32| 0.5f32,
+        |i: u32| (i % 40 / 7) as f32,
+        |i: u32| (i % 40) as f32,
+    ] {
+        let pass: Vec<(u32, f32)> = positions.iter().map(|&i| (i, score(i))).collect();
+        assert_eq!(bits(coded.dots_once_each(&pass, &q)), want);
+    }
+}
+
 /// Equal vectors share one code, scored once: the first pass over shared codes keeps what
 /// the one over a code for each vector keeps, ties included, with the copies in a row or
 /// spread over the collection, without a filter and with filters that cut groups apart.
@@ -377,6 +397,11 @@ fn shared_codes_keep_what_a_code_for_each_vector_keeps() {
                     ("few", &few),
                     ("none", &none),
                 ] {
+                    assert_eq!(
+                        shared.nearest_where(&q, keep, Some(allow)),
+                        each.nearest_where(&q, keep, Some(allow)),
+                        "{what}, {filter}"
+                    );
                     let got = shared.first_pass_best_where(&q, keep, allow);
                     assert_eq!(
                         got,
