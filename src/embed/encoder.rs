@@ -64,8 +64,8 @@ pub struct Embedder {
 /// same question under another filter, an agent asking again all need the vector of a query
 /// embedded a moment before (a third of a hybrid request's time on a server). A vector is a
 /// function of its text alone (see [`Embedder::embed`]), so a kept one has the bits a new run
-/// gives. At most [`KeptQueries::LIMIT`] are kept (queries are at most 500 characters: about
-/// 3 KB an entry); past it the oldest goes.
+/// gives. At most [`KeptQueries::LIMIT`] are kept (a query's text twice, at most 500
+/// characters, and its floats: 6 KB an entry at most); past it the oldest goes.
 #[derive(Default)]
 struct KeptQueries(Mutex<Queries>);
 
