@@ -9,6 +9,8 @@ pub mod embed;
 mod encoding;
 pub mod error;
 pub mod index;
+#[cfg(any(feature = "access", feature = "models"))]
+mod kept;
 pub mod search;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

@@ -1,8 +1,7 @@
 //! Running the models: `tokenizers` + a `tract-onnx` plan (the `models` feature).
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use tokenizers::{Encoding, Tokenizer};
 use tract_onnx::prelude::*;
@@ -64,46 +63,17 @@ pub struct Embedder {
 /// same question under another filter, an agent asking again all need the vector of a query
 /// embedded a moment before (a third of a hybrid request's time on a server). A vector is a
 /// function of its text alone (see [`Embedder::embed`]), so a kept one has the bits a new run
-/// gives. At most [`KeptQueries::LIMIT`] are kept (a query's text twice, at most 500
-/// characters, and its floats: 6 KB an entry at most); past it the oldest goes.
-#[derive(Default)]
-struct KeptQueries(Mutex<Queries>);
+/// gives. At most [`KEPT_QUERIES`] are kept (a query's text, at most 500 characters, and its
+/// floats: 4 KB an entry at most); past it the oldest goes.
+type KeptQueries = crate::kept::Kept<String, Vec<f32>, KEPT_QUERIES>;
 
-/// The kept vectors by text, and the texts in the order they came.
-#[derive(Default)]
-struct Queries {
-    vectors: HashMap<String, Box<[f32]>>,
-    order: VecDeque<String>,
-}
-
-impl KeptQueries {
-    /// A server's worth natively; a few in wasm, where a Worker isolate counts every kilobyte
-    /// and a browser tab pages through one reader's searches.
-    const LIMIT: usize = if cfg!(target_arch = "wasm32") {
-        16
-    } else {
-        256
-    };
-
-    fn get(&self, text: &str) -> Option<Vec<f32>> {
-        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.vectors.get(text).map(|v| v.to_vec())
-    }
-
-    fn keep(&self, text: String, vector: &[f32]) {
-        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.vectors.contains_key(&text) {
-            return;
-        }
-        if kept.vectors.len() == Self::LIMIT {
-            if let Some(oldest) = kept.order.pop_front() {
-                kept.vectors.remove(&oldest);
-            }
-        }
-        kept.vectors.insert(text.clone(), vector.into());
-        kept.order.push_back(text);
-    }
-}
+/// A server's worth natively; a few in wasm, where a Worker isolate counts every kilobyte and a
+/// browser tab pages through one reader's searches.
+const KEPT_QUERIES: usize = if cfg!(target_arch = "wasm32") {
+    16
+} else {
+    256
+};
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -221,12 +191,7 @@ impl Embedder {
     /// the last time it was asked.
     pub fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let text = format!("{}{text}", self.query_prefix);
-        if let Some(v) = self.queries.get(&text) {
-            return Ok(v);
-        }
-        let v = self.embed(&text)?;
-        self.queries.keep(text, &v);
-        Ok(v)
+        self.queries.try_get(&text, || self.embed(&text))
     }
 
     /// Embeds a passage: a chunk's embedding input (with the model's passage prefix).
@@ -430,24 +395,24 @@ mod tests {
         );
     }
 
-    /// At most [`KeptQueries::LIMIT`] vectors are kept, the oldest going first.
+    /// At most [`KEPT_QUERIES`] vectors are kept, the oldest going first; a text is kept once.
     #[test]
     fn kept_queries_are_bounded_and_the_oldest_go() {
         let kept = KeptQueries::default();
-        for i in 0..KeptQueries::LIMIT + 3 {
-            kept.keep(format!("q{i}"), &[i as f32]);
+        let keep = |q: String, v: f32| kept.try_get(&q, || Ok::<_, ()>(vec![v]));
+        for i in 0..KEPT_QUERIES + 3 {
+            keep(format!("q{i}"), i as f32).unwrap();
         }
-        kept.keep("q10".into(), &[-1.0]);
-        {
-            let q = kept.0.lock().unwrap();
-            let sizes = (q.vectors.len(), q.order.len());
-            assert_eq!(sizes, (KeptQueries::LIMIT, KeptQueries::LIMIT));
-        }
-        assert!((0..3).all(|i| kept.get(&format!("q{i}")).is_none()));
-        assert_eq!(kept.get("q3"), Some(vec![3.0]));
-        assert_eq!(kept.get("q10"), Some(vec![10.0]));
-        let last = KeptQueries::LIMIT + 2;
-        assert_eq!(kept.get(&format!("q{last}")), Some(vec![last as f32]));
+        assert_eq!(keep("q10".into(), -1.0), Ok(vec![10.0]));
+        assert_eq!(kept.len(), KEPT_QUERIES);
+        // Asked without making: what is kept, else the miss (and nothing kept).
+        let kept_of = |q: String| kept.try_get(&q, || Err(())).ok();
+        assert!((0..3).all(|i| kept_of(format!("q{i}")).is_none()));
+        assert_eq!(kept_of("q3".into()), Some(vec![3.0]));
+        assert_eq!(kept_of("q10".into()), Some(vec![10.0]));
+        let last = KEPT_QUERIES + 2;
+        assert_eq!(kept_of(format!("q{last}")), Some(vec![last as f32]));
+        assert_eq!(kept.len(), KEPT_QUERIES);
     }
 
     /// Folding the weights one at a time gives the plan tract's own analysis gives: the same

@@ -11,7 +11,7 @@
 //! whole bundle the answer is the one a bundle built from the readable documents alone gives.
 
 #[cfg(feature = "access")]
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use crate::bundle::Bundle;
 
@@ -165,51 +165,16 @@ impl View {
     }
 }
 
-/// What an engine works out for a key (a reader, a request's scope), kept for the next request
-/// with the same key: at most [`KEPT`] entries, past which the oldest is made again when next
-/// asked for.
+/// Views and masks kept at most; past that the oldest is made again when next asked for.
 #[cfg(feature = "access")]
-#[derive(Debug)]
-pub(crate) struct Kept<K, V>(Mutex<Vec<(K, V)>>);
-
-/// Entries a [`Kept`] holds at most.
-#[cfg(feature = "access")]
-const KEPT: usize = 64;
-
-#[cfg(feature = "access")]
-impl<K, V> Default for Kept<K, V> {
-    fn default() -> Self {
-        Kept(Mutex::new(Vec::new()))
-    }
-}
-
-#[cfg(feature = "access")]
-impl<K: PartialEq + Clone, V: Clone> Kept<K, V> {
-    /// The value kept for `key`, else `make()`, kept (once, if another request made it
-    /// meanwhile).
-    pub(crate) fn get(&self, key: &K, make: impl FnOnce() -> V) -> V {
-        let lock = || self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, v)) = lock().iter().find(|(k, _)| k == key) {
-            return v.clone();
-        }
-        let value = make();
-        let mut kept = lock();
-        if !kept.iter().any(|(k, _)| k == key) {
-            if kept.len() == KEPT {
-                kept.remove(0);
-            }
-            kept.push((key.clone(), value.clone()));
-        }
-        value
-    }
-}
+pub(crate) const KEPT: usize = 64;
 
 /// The views an engine has made, one per reader's access, kept for the next request of the
 /// same reader (a server answers a few groups of users over and over). Making one reads
 /// every posting once.
 #[cfg(feature = "access")]
 #[derive(Debug, Default)]
-pub(crate) struct Views(Kept<Access, Option<Arc<View>>>);
+pub(crate) struct Views(crate::kept::Kept<Access, Option<Arc<View>>, KEPT>);
 
 #[cfg(feature = "access")]
 impl Views {

@@ -5,7 +5,7 @@
 //! and a filtered search returns as many results as an unfiltered one would.
 
 #[cfg(feature = "access")]
-use std::sync::Arc;
+use {super::access::KEPT, std::sync::Arc};
 
 use super::corpus::Corpus;
 use super::request::Scope;
@@ -83,7 +83,7 @@ impl DocMask {
 /// tenth of a hybrid request). Each is a bit per chunk: 280 KB at 2.24M chunks.
 #[cfg(feature = "access")]
 #[derive(Debug, Default)]
-pub(crate) struct Masks(super::access::Kept<(super::Access, Scope), Arc<DocMask>>);
+pub(crate) struct Masks(crate::kept::Kept<(super::Access, Scope), Arc<DocMask>, KEPT>);
 
 #[cfg(feature = "access")]
 impl Masks {
