@@ -23,7 +23,7 @@ SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # wasm-bindgen-cli must be exactly the wasm-bindgen crate's version.
 WASM_BINDGEN_VERSION := $(shell sed -n '/^name = "wasm-bindgen"$$/{n;s/version = "\(.*\)"/\1/p}' Cargo.lock)
 
-.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge bench-serve lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker try-recipes package test-npm clean-cache ranker fuzz setup-fuzz calibration
+.PHONY: help setup setup-wasm setup-edge models demo-docs demo-bundle build wasm wasm-site wasm-lexical demo edge test test-wasm test-web test-edge test-mcp bench-edge bench-serve lint unit bench bench-quality bench-web bench-web-fulltext bench-scale bench-hostile reranker tuned-models try-recipes package test-npm clean-cache ranker fuzz setup-fuzz calibration
 
 help:
 	@echo "make demo   fetch models + npm docs, build the demo bundle and wasm, print sample searches, serve http://127.0.0.1:8080"
@@ -31,6 +31,7 @@ help:
 	@echo "make bench  build large/small corpora from ../shared and print build figures"
 	@echo "make bench-quality  top-3/P@5/MRR/nDCG + latency per mode: docs questions, titles, typos, SciFact, XQuAD-R"
 	@echo "make reranker  retrain the committed cross-encoder (~1 h); make ranker  refit the learned second stage (minutes)"
+	@echo "make tuned-models  retrain the committed docs-tuned query tower for MiniLM (~45 min; prebuild/tuning)"
 	@echo "make models fetch, convert and quantize the embedding models into $(MODEL_DIR) and $(E5_DIR)"
 	@echo "make wasm   build the lexical, full and portable wasm packages into www/pkg"
 	@echo "make bench-web  sizes, bytes, latency in headless Chromium on cpp-docs, vs onnxruntime-web and Pagefind"
@@ -187,6 +188,11 @@ bench-scale: build wasm-lexical setup-edge
 # Retrains the committed reranker from scratch (≈ 1 h on 2 cores); see prebuild/reranker/MODEL_CARD.md.
 reranker: models build calibration
 	bash prebuild/reranker/build.sh
+
+# The docs-tuned query tower (prebuild/tuning/MODEL_CARD.md): groups from the committed questions
+# and the shared corpora, the base model's passage vectors, training, the committed file.
+tuned-models: models build
+	bash prebuild/tuning/build.sh
 
 # `docloupe` with the benchmarks' settings (the `calibration` feature: --max-limit,
 # --explain-features, --match-floor, --rerank-weight, --fusion) in target/calibration, apart

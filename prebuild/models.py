@@ -68,7 +68,17 @@ MANIFEST_BASE = {
     "pooling": "mean",
     "normalize": True,
 }
-OUTPUT_FILES = ("model.fp32.onnx", "model.int8.onnx", "tokenizer.json")
+OUTPUT_FILES = ("model.fp32.onnx", "model.int8.onnx", "query.int8.onnx", "tokenizer.json")
+
+# The docs-tuned query tower (issue 64, prebuild/tuning/MODEL_CARD.md): all-MiniLM-L6-v2's six
+# encoder layers tuned to embed documentation questions into the base model's passage space,
+# float16, committed with the recipe that retrains it (`make tuned-models`). query.int8.onnx is
+# the base graph with these layers, quantized as model.int8.onnx is; its metadata names the
+# passage model it pairs with (docloupe::embed::QUERY_TOWER_OF_MODEL).
+QUERY_TOWER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tuning", "minilm-docs-query.safetensors")
+QUERY_TOWER_SHA256 = "25ca4ee02fc93d5c664fcfd81bafd95d3e260e8464abe2ce6cab421235a4a9a0"
+QUERY_TOWER_OF_MODEL = "docloupe.queryTowerOf.model.sha256"
+QUERY_TOWER_OF_TOKENIZER = "docloupe.queryTowerOf.tokenizer.sha256"
 
 # sha256 of the outputs of a reference build with the pins above. The build
 # is deterministic, so a mismatch means the conversion code or its
@@ -76,6 +86,7 @@ OUTPUT_FILES = ("model.fp32.onnx", "model.int8.onnx", "tokenizer.json")
 EXPECTED_OUTPUT_SHA256 = {
     "model.fp32.onnx": "a79b8ce460a298dbaf9b57b642599c366e68488835049f471d7b02b6563d7ff6",
     "model.int8.onnx": "d2025f61c5d3c89473ca0f20e4599925f14ee2e2e35c8141e5d9ea5507f506c1",
+    "query.int8.onnx": "023c75cbaf548610e5bf12ae54b0b6689d89d38984ff18015e0e848504ba2d2a",
     "tokenizer.json": MEMBER_TOKENIZER_SHA256,
 }
 
@@ -709,6 +720,30 @@ def load_backbone(cache):
     return members[MEMBER_TOKENIZER], cfg, tensors
 
 
+def query_tower(tensors, cfg, passage_onnx, tokenizer):
+    """query.int8.onnx: the base tensors with the committed tuned layers (see QUERY_TOWER)."""
+    import numpy as np
+    from onnx import helper
+
+    with open(QUERY_TOWER, "rb") as f:
+        data = f.read()
+    if sha256_bytes(data) != QUERY_TOWER_SHA256:
+        raise PrebuildError(f"{QUERY_TOWER}: sha256 {sha256_bytes(data)}, pinned {QUERY_TOWER_SHA256}")
+    tuned = dict(tensors)
+    for name, value in parse_safetensors(data).items():
+        if name not in tensors or tensors[name].shape != value.shape:
+            raise PrebuildError(f"{QUERY_TOWER}: {name} {value.shape} is not a tensor of the base model")
+        tuned[name] = value.astype(np.float32)
+    model = build_model(tuned, cfg, int8=True, doc=(
+        "docloupe's docs-tuned query tower for sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0, "
+        + WHEEL_REQ + "): the six encoder layers tuned on documentation questions "
+        "(prebuild/tuning/MODEL_CARD.md), weight-only int8 as model.int8.onnx. It embeds queries "
+        "into model.int8.onnx's passage space; it never embeds passages."))
+    helper.set_model_props(model, {QUERY_TOWER_OF_MODEL: sha256_bytes(passage_onnx),
+                                   QUERY_TOWER_OF_TOKENIZER: sha256_bytes(tokenizer)})
+    return check_and_serialize(model, "query int8")
+
+
 def stage2(force):
     cache = cache_dir()
     out = model_dir(cache)
@@ -722,6 +757,8 @@ def stage2(force):
     log("building model.int8.onnx")
     outputs["model.int8.onnx"] = check_and_serialize(build_model(tensors, cfg, int8=True), "int8")
     outputs["tokenizer.json"] = tokenizer
+    log("building query.int8.onnx")
+    outputs["query.int8.onnx"] = query_tower(tensors, cfg, outputs["model.int8.onnx"], tokenizer)
 
     hashes = {name: sha256_bytes(data) for name, data in outputs.items()}
     os.makedirs(out, exist_ok=True)
