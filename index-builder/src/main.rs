@@ -342,6 +342,13 @@ fn build(args: BuildArgs) -> Result<()> {
                 dir.display()
             );
         }
+        // A query tower embeds questions into another model's passage space, never passages.
+        if docloupe::embed::is_query_tower(&files.onnx) {
+            bail!(
+                "{}: model.int8.onnx is a query tower (it embeds questions, not passages): build with the model it pairs with",
+                dir.display()
+            );
+        }
         build::ModelChoice::Fixed(Box::new(Embedder::new(&files)?))
     };
     let mut warnings = Vec::new();

@@ -55,6 +55,8 @@ pub struct Embedder {
     query_prefix: String,
     passage_prefix: String,
     plan: Arc<TypedRunnableModel>,
+    /// A query tower ([`super::QUERY_TOWER_OF_MODEL`]): it embeds questions only.
+    query_only: bool,
     /// The vectors of the queries embedded last.
     queries: KeptQueries,
 }
@@ -100,6 +102,7 @@ impl Embedder {
     fn load(files: &ModelFiles, onnx: Cow<[u8]>, tokenizer_json: &[u8]) -> Result<Embedder> {
         // The graph's parse and optimization (E5: about 0.75 s) on one core; the tokenizer
         // (0.13 s) and both files' sha256 (0.08 s) beside it, natively.
+        let query_only = super::is_query_tower(&onnx);
         let side = || {
             let tokenizer = Tokenizing::load(tokenizer_json);
             let (sha256, tokenizer_sha256) = super::identity(&onnx, tokenizer_json);
@@ -128,6 +131,7 @@ impl Embedder {
             query_prefix: files.query_prefix.clone(),
             passage_prefix: files.passage_prefix.clone(),
             plan,
+            query_only,
             queries: KeptQueries::default(),
         };
         // One probe run validates the graph end to end and tells the output width.
@@ -194,9 +198,23 @@ impl Embedder {
         self.queries.try_get(&text, || self.embed(&text))
     }
 
-    /// Embeds a passage: a chunk's embedding input (with the model's passage prefix).
+    /// Embeds a passage: a chunk's embedding input (with the model's passage prefix). A query
+    /// tower refuses: its vectors of a page would not be the ones its questions are tuned to
+    /// meet.
     pub fn embed_passage(&self, text: &str) -> Result<Vec<f32>> {
+        if self.query_only {
+            return Err(Error::Model(format!(
+                "{} is a query tower: it embeds questions, not passages (build with the \
+                 directory's model.int8.onnx)",
+                self.info.id
+            )));
+        }
         self.embed(&format!("{}{text}", self.passage_prefix))
+    }
+
+    /// Whether this is a query tower, which embeds questions only.
+    pub fn is_query_tower(&self) -> bool {
+        self.query_only
     }
 
     /// Embeds one text as given (no prefix): a unit vector of `dims` floats. Deterministic:

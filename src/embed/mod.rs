@@ -95,19 +95,8 @@ pub struct TrimmedFrom {
 /// parsing the graph (its bytes are skipped) and without hashing anything.
 #[cfg(feature = "models")]
 pub fn trimmed_from(onnx: &[u8]) -> Option<TrimmedFrom> {
-    /// A `ModelProto` read for its metadata alone.
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct Metadata {
-        #[prost(message, repeated, tag = "14")]
-        metadata_props: Vec<tract_onnx::pb::StringStringEntryProto>,
-    }
-    let m = <Metadata as prost::Message>::decode(onnx).ok()?;
-    let get = |key: &str| {
-        m.metadata_props
-            .iter()
-            .find(|p| p.key == key)
-            .map(|p| p.value.clone())
-    };
+    let meta = metadata(onnx);
+    let get = |key: &str| meta.get(key).cloned();
     Some(TrimmedFrom {
         model: get(TRIMMED_FROM_MODEL)?,
         tokenizer: get(TRIMMED_FROM_TOKENIZER)?,
@@ -115,18 +104,75 @@ pub fn trimmed_from(onnx: &[u8]) -> Option<TrimmedFrom> {
     })
 }
 
+/// An ONNX file's `metadata_props`, read without parsing the graph (its bytes are skipped);
+/// empty for a file that does not decode.
+#[cfg(feature = "models")]
+fn metadata(onnx: &[u8]) -> std::collections::BTreeMap<String, String> {
+    /// A `ModelProto` read for its metadata alone.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Metadata {
+        #[prost(message, repeated, tag = "14")]
+        metadata_props: Vec<tract_onnx::pb::StringStringEntryProto>,
+    }
+    <Metadata as prost::Message>::decode(onnx)
+        .map(|m| {
+            m.metadata_props
+                .into_iter()
+                .map(|p| (p.key, p.value))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// ONNX metadata of a query tower (`prebuild/models.py`'s `query.int8.onnx`): an encoder
+/// tuned to embed questions into the space of another model's passages, whose ONNX and
+/// tokenizer sha256s these name. It searches the bundles built with that model; it never
+/// embeds passages.
+pub const QUERY_TOWER_OF_MODEL: &str = "docloupe.queryTowerOf.model.sha256";
+pub const QUERY_TOWER_OF_TOKENIZER: &str = "docloupe.queryTowerOf.tokenizer.sha256";
+
+/// The ONNX file of a model directory's query tower, where `make models` installs one.
+pub const QUERY_TOWER_FILE: &str = "query.int8.onnx";
+
+/// Which encoder embeds the questions of a search (see [`ModelFiles::for_queries`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum QueryModel {
+    /// The docs-tuned query tower where one is installed.
+    Docs,
+    /// The model the bundle was built with, as it is: the default until `make bench-quality`'s
+    /// test figures through the whole pipeline show the tower better.
+    #[default]
+    Base,
+}
+
 /// The (ONNX, tokenizer) sha256s a bundle records for a model's files: their own, or for a
 /// model trimmed to some scripts with the tokenizer it was trimmed with, the full model's.
 /// The trimmed model gives every text in its scripts the full model's tokens and vector, so
 /// it searches the bundles built with the full one; a text in other scripts gets unknown
-/// tokens where the full model had pieces.
+/// tokens where the full model had pieces. A query tower with its passage model's tokenizer
+/// stands for the passage model: its questions land in that model's space.
 #[cfg(feature = "models")]
 pub fn identity(onnx: &[u8], tokenizer: &[u8]) -> (String, String) {
     let own_tokenizer = sha256_hex(tokenizer);
+    let meta = metadata(onnx);
+    if let (Some(model), Some(tok)) = (
+        meta.get(QUERY_TOWER_OF_MODEL),
+        meta.get(QUERY_TOWER_OF_TOKENIZER),
+    ) {
+        if *tok == own_tokenizer {
+            return (model.clone(), tok.clone());
+        }
+    }
     match trimmed_from(onnx) {
         Some(t) if t.trimmed_tokenizer == own_tokenizer => (t.model, t.tokenizer),
         _ => (sha256_hex(onnx), own_tokenizer),
     }
+}
+
+/// Whether `onnx` is a query tower (see [`QUERY_TOWER_OF_MODEL`]).
+#[cfg(feature = "models")]
+pub fn is_query_tower(onnx: &[u8]) -> bool {
+    metadata(onnx).contains_key(QUERY_TOWER_OF_MODEL)
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -137,8 +183,20 @@ impl ModelFiles {
         Self::from_dir_with(dir, "model.int8.onnx")
     }
 
+    /// The files that embed a directory's *questions*: with [`QueryModel::Docs`], its
+    /// docs-tuned query tower ([`QUERY_TOWER_FILE`]) where `make models` installed one, else
+    /// (and with [`QueryModel::Base`]) the model itself. Bundles are the same either way: the
+    /// tower embeds into the model's passage space.
+    pub fn for_queries(dir: &std::path::Path, which: QueryModel) -> Result<ModelFiles> {
+        if which == QueryModel::Docs && dir.join(QUERY_TOWER_FILE).is_file() {
+            Self::from_dir_with(dir, QUERY_TOWER_FILE)
+        } else {
+            Self::from_dir(dir)
+        }
+    }
+
     /// Like [`ModelFiles::from_dir`] with another ONNX file of the same directory
-    /// (the fp32 reference model, for the quantization check).
+    /// (the fp32 reference model, for the quantization check; the query tower).
     pub fn from_dir_with(dir: &std::path::Path, onnx_name: &str) -> Result<ModelFiles> {
         let read = |name: &str| {
             std::fs::read(dir.join(name)).map_err(|e| {

@@ -51,6 +51,8 @@ pub struct Config {
     pub rerank_budget_ms: u64,
     pub error_on_total_failure: bool,
     pub portable_kernels: bool,
+    /// What embeds the questions (`--query-model`, `$DOCLOUPE_QUERY_MODEL`).
+    pub query_model: docloupe::embed::QueryModel,
 }
 
 /// A file's identity and version on disk.

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use docloupe::bundle::BundleFile;
-use docloupe::embed::model_dir_for;
+use docloupe::embed::{model_dir_for, QueryModel};
 use docloupe::search::default_reranker_dir;
 use docloupe::search::documents::{self, DateRange, DocumentsError, DocumentsRequest};
 #[cfg(feature = "calibration")]
@@ -289,9 +289,38 @@ pub(crate) struct ModelArgs {
     /// answer DOCS_RERANKING_UNAVAILABLE.
     #[arg(long, value_enum, default_value_t = PolicyArg::ReturnHybridCandidates)]
     pub fallback_policy: PolicyArg,
+    /// What embeds the questions: `base`, the model the bundle was built with, or `docs`, the
+    /// docs-tuned query tower `make models` installs beside MiniLM (bundles stay as built).
+    /// Default: $DOCLOUPE_QUERY_MODEL when set, else base.
+    #[arg(long, value_enum)]
+    pub query_model: Option<QueryModelArg>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub(crate) enum QueryModelArg {
+    Docs,
+    Base,
 }
 
 impl ModelArgs {
+    /// The query model these flags (or `$DOCLOUPE_QUERY_MODEL`) choose.
+    pub(crate) fn query_model(&self) -> Result<QueryModel> {
+        let arg = match self.query_model {
+            Some(arg) => arg,
+            None => match std::env::var("DOCLOUPE_QUERY_MODEL") {
+                Ok(v) if !v.is_empty() => <QueryModelArg as clap::ValueEnum>::from_str(&v, true)
+                    .map_err(|_| {
+                        anyhow::anyhow!("DOCLOUPE_QUERY_MODEL={v:?}: expected `docs` or `base`")
+                    })?,
+                _ => QueryModelArg::Base,
+            },
+        };
+        Ok(match arg {
+            QueryModelArg::Docs => QueryModel::Docs,
+            QueryModelArg::Base => QueryModel::Base,
+        })
+    }
+
     /// The engine settings these flags choose.
     pub(crate) fn engine_options(&self) -> EngineOptions {
         EngineOptions {
@@ -384,7 +413,10 @@ fn search(args: SearchArgs) -> Result<()> {
             .unwrap_or_else(|| bundle_model_dir(&header));
         match header.flags.hybrid {
             true if args.model_args.models.is_some() || dir.join("manifest.json").is_file() => {
-                Some(ModelFiles::from_dir(&dir)?)
+                Some(ModelFiles::for_queries(
+                    &dir,
+                    args.model_args.query_model()?,
+                )?)
             }
             _ => None,
         }
@@ -397,7 +429,7 @@ fn search(args: SearchArgs) -> Result<()> {
                     .models
                     .clone()
                     .unwrap_or_else(|| bundle_model_dir(&header));
-                Some(ModelFiles::from_dir(&dir).context("the embedding model is needed for hybrid/semantic search (or pass --mode fulltext)")?)
+                Some(ModelFiles::for_queries(&dir, args.model_args.query_model()?).context("the embedding model is needed for hybrid/semantic search (or pass --mode fulltext)")?)
             }
         }
     };
@@ -573,6 +605,7 @@ fn daemon_config(args: &SearchArgs, needs_model: bool) -> Option<daemon::Config>
             PolicyArg::ErrorOnTotalFailure
         ),
         portable_kernels: docloupe::embed::kernels() == docloupe::embed::Kernels::Portable,
+        query_model: args.model_args.query_model().ok()?,
     })
 }
 
@@ -588,7 +621,7 @@ pub(crate) fn load_engine(config: &daemon::Config) -> Result<Engine> {
         docloupe::embed::use_kernels(kernels)?;
     }
     let source = Source::open(&config.bundle)?;
-    let files = ModelFiles::from_dir(&config.models)?;
+    let files = ModelFiles::for_queries(&config.models, config.query_model)?;
     let (embedder, loaded) = beside(|| Embedder::new(&files), || source.into_engine(true));
     let (mut engine, _, unkept) = loaded?;
     engine.install_embedder(embedder?)?;
@@ -602,6 +635,10 @@ pub(crate) fn load_engine(config: &daemon::Config) -> Result<Engine> {
             true => PolicyArg::ErrorOnTotalFailure,
             false => PolicyArg::ReturnHybridCandidates,
         },
+        query_model: Some(match config.query_model {
+            QueryModel::Docs => QueryModelArg::Docs,
+            QueryModel::Base => QueryModelArg::Base,
+        }),
     };
     let engine = second_stage(engine.with_options(flags.engine_options()), &flags)?;
     if let Some(cache) = unkept {

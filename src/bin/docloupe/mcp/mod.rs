@@ -63,6 +63,7 @@ pub fn serve(args: McpArgs) -> Result<()> {
         );
     }
     let flags = &args.model_args;
+    flags.query_model()?;
     let collections = args
         .bundle
         .iter()

@@ -114,6 +114,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .max(1);
     let log = QueryLog::open(&args.log)?;
     let split_budget = args.split_memory_mib.saturating_mul(1 << 20);
+    args.model_args.query_model()?;
     let collections = args
         .bundle
         .iter()

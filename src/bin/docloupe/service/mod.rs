@@ -197,7 +197,9 @@ pub(crate) fn load(path: &Path, flags: &ModelArgs, split_budget: usize) -> Colle
                 .models
                 .clone()
                 .unwrap_or_else(|| crate::bundle_model_dir(&header));
-            ModelFiles::from_dir(&dir).ok()
+            // A bad `$DOCLOUPE_QUERY_MODEL` stops `serve` and `mcp` as they start.
+            let which = flags.query_model().unwrap_or_default();
+            ModelFiles::for_queries(&dir, which).ok()
         } else {
             None
         };
