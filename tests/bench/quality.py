@@ -38,8 +38,9 @@ cache (never the repo), and every query goes through one `docloupe search --json
 mode (the real batch mode). Results are chunks; a document's rank is that of its first chunk
 (maxChunksPerDocument=1 makes every result a distinct document). Rows: fulltext, semantic,
 hybrid (fused, no second stage) and hybrid+rerank (the default pipeline: the learned second
-stage over the fused top candidateLimit); hybrid+xenc (the project's cross-encoder as the
-second stage) on request.
+stage over the fused top candidateLimit), each model-backed one also with `:docs` (questions
+embedded by the docs-tuned query tower instead of the base model, `--query-model docs`);
+hybrid+xenc (the project's cross-encoder as the second stage) on request.
 
 Metrics, at document level:
   Top3      share of queries with an answering document (grade 2; any relevant one for the
@@ -86,12 +87,21 @@ MODES = {
     "hybrid+rerank": {"mode": "hybrid", "rerank": True},
     # The optional second stage: the project's cross-encoder instead of the learned ranker.
     "hybrid+xenc": {"mode": "hybrid", "rerank": True},
+    # The questions embedded by the docs-tuned query tower instead of the base model (MiniLM;
+    # a model without a tower answers as in the rows above).
+    "semantic:docs": {"mode": "semantic"},
+    "hybrid:docs": {"mode": "hybrid", "rerank": False},
+    "hybrid+rerank:docs": {"mode": "hybrid", "rerank": True},
 }
 # Extra `docloupe search` arguments per row.
+TOWER = ["--query-model", "docs"]
 MODE_ARGS = {
     "hybrid+xenc": ["--reranker", os.path.join(ROOT, "prebuild", "reranker", "model"), "--rerank-budget-ms", "60000"],
+    "semantic:docs": TOWER,
+    "hybrid:docs": TOWER,
+    "hybrid+rerank:docs": TOWER,
 }
-DEFAULT_MODES = "fulltext,semantic,hybrid,hybrid+rerank"
+DEFAULT_MODES = "fulltext,semantic,hybrid,hybrid+rerank,semantic:docs,hybrid:docs,hybrid+rerank:docs"
 
 
 def run_queries(bundle, queries, fields, extra_args, beir):
@@ -176,7 +186,7 @@ def main():
     modes = (args.modes or DEFAULT_MODES).split(",")
     table, runs = [], []
     print(f"split: {args.split}   search args: {' '.join(extra) or '-'}   build args: {' '.join(extra_build) or '-'}")
-    print(f"{'dataset':<36} {'mode':<14} {'n':>4} {'Top3':>6} {'P@5':>6} {'MRR@10':>6} {'nDCG@10':>7} {'R@100':>6}"
+    print(f"{'dataset':<36} {'mode':<18} {'n':>4} {'Top3':>6} {'P@5':>6} {'MRR@10':>6} {'nDCG@10':>7} {'R@100':>6}"
           f"  {'embed':>11} {'retrieve':>11} {'rerank':>11} {'total':>11}  (ms p50/p95)")
     groups = {}
     for name in expand(args.datasets):
@@ -213,7 +223,7 @@ def main():
             runs += [dict(dataset=name, mode=label, id=q["id"], text=q["text"], rels=sorted(q["rels"]), ranked=r[:20])
                      for q, r in zip(queries, ranked)]
             lat = "  ".join(f"{v[0]:5.1f}/{v[1]:5.1f}" for v in stage.values())
-            print(f"{name:<36} {label:<14} {len(queries):>4} {m['top3']:6.3f} {m['p5']:6.3f} {m['mrr10']:6.3f} "
+            print(f"{name:<36} {label:<18} {len(queries):>4} {m['top3']:6.3f} {m['p5']:6.3f} {m['mrr10']:6.3f} "
                   f"{m['ndcg10']:7.4f} {m['recall100']:6.3f}  {lat}  {', '.join(notes)}", flush=True)
     # Query-weighted means over the docs and titles sets, per language and in all.
     if groups:
@@ -224,7 +234,7 @@ def main():
             mean = {k: sum(p[0] * p[1][k] for p in parts) / n for k in ("top3", "p5", "mrr10", "ndcg10", "recall100")}
             label = f"{key[0]} (all {key[1]})"
             table.append(dict(dataset=label, lang=key[1], split=args.split, mode=key[2], queries=n, **mean))
-            print(f"{label:<36} {key[2]:<14} {n:>4} {mean['top3']:6.3f} {mean['p5']:6.3f} {mean['mrr10']:6.3f} "
+            print(f"{label:<36} {key[2]:<18} {n:>4} {mean['top3']:6.3f} {mean['p5']:6.3f} {mean['mrr10']:6.3f} "
                   f"{mean['ndcg10']:7.4f} {mean['recall100']:6.3f}")
         for kind in ("docs", "docs-html", "titles"):
             for label in modes:
@@ -234,7 +244,7 @@ def main():
                 n = sum(p[0] for p in parts)
                 mean = {k: sum(p[0] * p[1][k] for p in parts) / n for k in ("top3", "p5", "mrr10", "ndcg10", "recall100")}
                 table.append(dict(dataset=f"{kind} (all)", lang="*", split=args.split, mode=label, queries=n, **mean))
-                print(f"{kind + ' (all)':<36} {label:<14} {n:>4} {mean['top3']:6.3f} {mean['p5']:6.3f} "
+                print(f"{kind + ' (all)':<36} {label:<18} {n:>4} {mean['top3']:6.3f} {mean['p5']:6.3f} "
                       f"{mean['mrr10']:6.3f} {mean['ndcg10']:7.4f} {mean['recall100']:6.3f}")
     if args.json:
         with open(args.json, "w") as f:
