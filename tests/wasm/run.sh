@@ -7,7 +7,8 @@
 #      (browser.test.mjs, also a native/wasm parity run);
 #   3. native/wasm parity over tests/parity/requests.jsonl (parity.mjs): the simd128 build
 #      against native's fast kernels within model rounding (also on a bundle with compact
-#      vector codes, 40 requests, and with the multilingual E5 model, 20 English and 20
+#      vector codes, 40 requests, with MiniLM's docs-tuned query tower on both sides, 40
+#      requests, and with the multilingual E5 model, 20 English and 20
 #      Russian requests, also with E5 trimmed to Latin and Cyrillic against the full model's
 #      native answers), the portable build against native's portable kernels byte for byte.
 # Needs `make wasm` and the release binaries; models from the cache (MODEL_DIR) and the
@@ -46,6 +47,9 @@ target/release/docloupe search --bundle "$work/e5.bundle" --models "$E5_DIR" \
   --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < "$work/requests-e5.jsonl" > "$work/native-e5.jsonl"
 target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
   --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < tests/parity/requests.jsonl > "$work/native.jsonl"
+# The questions embedded by MiniLM's docs-tuned query tower (query.int8.onnx), on both sides.
+target/release/docloupe search --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" --query-model docs \
+  --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < "$work/requests-40.jsonl" > "$work/native-tower.jsonl"
 target/release/docloupe search --kernels portable --bundle "$work/fixtures.bundle" --models "$MODEL_DIR" \
   --reranker "$RERANKER_DIR" --rerank-budget-ms 3600000 --jsonl < tests/parity/requests.jsonl > "$work/native-portable.jsonl"
 echo "== JS suites: Node and headless Chromium"
@@ -60,6 +64,9 @@ node tests/wasm/parity.mjs www/pkg/full "$work/fixtures.bundle" "$MODEL_DIR" "$R
 echo "== parity: native vs wasm (Node) on a bundle with compact vector codes, fast kernels"
 node tests/wasm/parity.mjs www/pkg/full "$work/coded.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
   "$work/requests-40.jsonl" "$work/native-coded.jsonl"
+echo "== parity: native vs wasm (Node) with MiniLM's docs-tuned query tower, fast kernels"
+node tests/wasm/parity.mjs --onnx query.int8.onnx www/pkg/full "$work/fixtures.bundle" "$MODEL_DIR" "$RERANKER_DIR" \
+  "$work/requests-40.jsonl" "$work/native-tower.jsonl"
 echo "== parity: native vs wasm (Node) with the multilingual model (E5), fast kernels"
 node tests/wasm/parity.mjs www/pkg/full "$work/e5.bundle" "$E5_DIR" "$RERANKER_DIR" \
   "$work/requests-e5.jsonl" "$work/native-e5.jsonl"
