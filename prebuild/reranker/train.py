@@ -136,6 +136,20 @@ def load_groups(path):
     return train, held
 
 
+
+def optimizer(torch, model, lr, steps):
+    """(trainable parameters, AdamW, schedule): weight decay 0.01 on matrices only, linear
+    warm-up over 6 % of the steps, then linear decay to 0. Shared by every trainer here."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in trainable if p.dim() >= 2]
+    no_decay = [p for p in trainable if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=lr)
+    warm = max(1, int(0.06 * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+    return trainable, opt, sched
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("groups")
@@ -203,14 +217,7 @@ def main(argv):
         model.train()
         return rr / max(1, len(held))
 
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in trainable if p.dim() >= 2]
-    no_decay = [p for p in trainable if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
-    warm = max(1, int(0.06 * args.steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (args.steps - s) / max(1, args.steps - warm))))
+    trainable, opt, sched = optimizer(torch, model, args.lr, args.steps)
 
     # Data order: a seeded shuffle per epoch, so step n always sees the same batch.
     def batch_at(step):

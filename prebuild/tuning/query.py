@@ -32,12 +32,12 @@ import argparse
 import hashlib
 import json
 import os
-import random
 import sys
 import time
 
 from .. import models
-from .train import encoder, tokenizer
+from ..reranker.train import optimizer
+from .train import batch_at, encoder, tokenizer
 
 SEED = 20261207
 
@@ -121,28 +121,14 @@ def main(argv):
 
     model, embed = encoder(torch, cfg, tensors)
 
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in trainable if p.dim() >= 2]
-    no_decay = [p for p in trainable if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
-    warm = max(1, int(0.06 * args.steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (args.steps - s) / max(1, args.steps - warm))))
-
-    def batch_at(step):
-        per_epoch = max(1, len(train) // args.batch)
-        epoch, i = divmod(step, per_epoch)
-        order = list(range(len(train)))
-        random.Random(SEED + epoch).shuffle(order)
-        return [train[j] for j in order[i * args.batch:(i + 1) * args.batch]]
+    trainable, opt, sched = optimizer(torch, model, args.lr, args.steps)
 
     NEG = float("-inf")
     metrics = {"loss": []}
     t0, window, step = time.monotonic(), [], 0
     model.train()
     while step < args.steps:
-        batch = batch_at(step)
+        batch = batch_at(train, args.batch, step)
         pos = torch.tensor([row[(g["corpus"], g["positive"])] for g in batch])
         ids, mask = encode(qtok, [g["query"] for g in batch])
         q = embed(ids, mask)

@@ -28,7 +28,7 @@ import sys
 import time
 
 from .. import models
-from ..reranker.train import build_model
+from ..reranker.train import build_model, optimizer
 
 SEED = 20261207
 
@@ -36,6 +36,15 @@ SEED = 20261207
 def log(msg):
     print(f"tune: {msg}", file=sys.stderr, flush=True)
 
+
+
+def batch_at(train, batch, step):
+    """The groups of `step`: a seeded shuffle per epoch, so a step always sees the same batch."""
+    per_epoch = max(1, len(train) // batch)
+    epoch, i = divmod(step, per_epoch)
+    order = list(range(len(train)))
+    random.Random(SEED + epoch).shuffle(order)
+    return [train[j] for j in order[i * batch:(i + 1) * batch]]
 
 def encoder(torch, cfg, tensors):
     """The bi-encoder: the base's six layers, its frozen embeddings, and `embed`."""
@@ -134,21 +143,7 @@ def main(argv):
         model.train()
         return rr / len(held)
 
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in trainable if p.dim() >= 2]
-    no_decay = [p for p in trainable if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
-    warm = max(1, int(0.06 * args.steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (args.steps - s) / max(1, args.steps - warm))))
-
-    def batch_at(step):
-        per_epoch = max(1, len(train) // args.batch)
-        epoch, i = divmod(step, per_epoch)
-        order = list(range(len(train)))
-        random.Random(SEED + epoch).shuffle(order)
-        return [train[j] for j in order[i * args.batch:(i + 1) * args.batch]]
+    trainable, opt, sched = optimizer(torch, model, args.lr, args.steps)
 
     ckpt = os.path.join(args.workdir, "checkpoint.pt")
     signature = dict(vars(args), groups=os.path.getsize(args.groups), train=len(train))
@@ -170,7 +165,7 @@ def main(argv):
     loss_fn = torch.nn.CrossEntropyLoss()
     t0, window = time.monotonic(), []
     while step < args.steps:
-        batch = batch_at(step)
+        batch = batch_at(train, args.batch, step)
         logits = scores(batch)
         loss = loss_fn(logits, torch.arange(len(batch)))
         opt.zero_grad(set_to_none=True)
