@@ -95,7 +95,11 @@ pub struct TrimmedFrom {
 /// parsing the graph (its bytes are skipped) and without hashing anything.
 #[cfg(feature = "models")]
 pub fn trimmed_from(onnx: &[u8]) -> Option<TrimmedFrom> {
-    let meta = metadata(onnx);
+    trimmed_from_metadata(&metadata(onnx))
+}
+
+#[cfg(feature = "models")]
+fn trimmed_from_metadata(meta: &std::collections::BTreeMap<String, String>) -> Option<TrimmedFrom> {
     let get = |key: &str| meta.get(key).cloned();
     Some(TrimmedFrom {
         model: get(TRIMMED_FROM_MODEL)?,
@@ -163,7 +167,7 @@ pub fn identity(onnx: &[u8], tokenizer: &[u8]) -> (String, String) {
             return (model.clone(), tok.clone());
         }
     }
-    match trimmed_from(onnx) {
+    match trimmed_from_metadata(&meta) {
         Some(t) if t.trimmed_tokenizer == own_tokenizer => (t.model, t.tokenizer),
         _ => (sha256_hex(onnx), own_tokenizer),
     }
