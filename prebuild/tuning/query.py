@@ -3,7 +3,7 @@
 passages stay the base model's vectors.
 
 Usage, from the repository root (inside the torch venv, $DOCLOUPE_CACHE/reranker-venv):
-  python -m prebuild.tuning.query GROUPS.jsonl WORKDIR [--hold CORPUS ...] [--steps N]
+  python -m prebuild.tuning.query GROUPS.jsonl WORKDIR [--hold CORPUS ...] [--steps N | --passes P]
          [--batch 64] [--lr 2e-5] [--pool corpus] [--kinds written,title,...]
 
 Why the query side alone: the vocabulary gap is in the reader's words ("write output to the
@@ -52,6 +52,9 @@ def main(argv):
     ap.add_argument("workdir")
     ap.add_argument("--hold", action="append", default=[], help="a corpus left out of training")
     ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--passes", type=float, default=0.0,
+                    help="steps scaled to the data: this many passes over the training groups "
+                    "(overrides --steps)")
     ap.add_argument("--batch", type=int, default=64, help="queries per step")
     ap.add_argument("--lr", type=float, default=2e-5)
     ap.add_argument("--scale", type=float, default=20.0)
@@ -79,6 +82,8 @@ def main(argv):
     groups = [json.loads(line) for line in open(args.groups, encoding="utf-8")]
     groups = [g for g in groups if g["lang"] in langs]
     train = [g for g in groups if g["corpus"] not in args.hold and (kinds is None or g["kind"] in kinds)]
+    if args.passes:
+        args.steps = max(1, round(args.passes * len(train) / args.batch))
     log(f"{len(train)} training groups ({', '.join(args.hold) or 'none'} held out); "
         f"{args.steps} steps x {args.batch} queries, pool {args.pool}")
 

@@ -20,7 +20,16 @@ relative rule (its answers' 2.5th percentile lies below the median non-answer, s
 separates them; docs/measurements/2026-11-26-fusion-and-match-rules.md).
 
     python3 -m tests.bench.floors      (from the repository root)
+
+MiniLM's docs-tuned query tower (`--query-model docs`) puts questions elsewhere than the base
+model does, so its floor is chosen on its own: each corpus searched with a tower that was *not*
+trained on it (a leave-one-corpus-out fold of `prebuild/tuning/query.py`, installed as a model
+directory by `prebuild.tuning.export`), since a tower's cosines on pages it was tuned on run
+higher than on a user's unseen site:
+
+    python3 -m tests.bench.floors --tower en-small-rust-book=DIR --tower en-small-fastapi-docs=DIR
 """
+import argparse
 import json
 import os
 import subprocess
@@ -53,7 +62,7 @@ def e5_bundle(corpus):
     return out
 
 
-def best_cosines(bundle_path, questions, stats=None):
+def best_cosines(bundle_path, questions, stats=None, models=None):
     """The best chunk cosine of every judged document in each question's top 100; with
     `stats` (a dict), also its gap to the question's best cosine, and the non-answers'
     cosines and gaps."""
@@ -61,7 +70,8 @@ def best_cosines(bundle_path, questions, stats=None):
                                 "maxChunksPerDocument": 10, "includeContext": False}) + "\n"
                     for q in questions)
     out = subprocess.run([DOCLOUPE, "search", "--bundle", bundle_path, "--jsonl", "--max-limit", "100",
-                          "--match-floor", "0"],
+                          "--match-floor", "0"]
+                         + (["--models", models, "--query-model", "docs"] if models else []),
                          input=lines, capture_output=True, text=True, check=True).stdout
     found, missed = [], 0
     for q, line in zip(questions, out.splitlines()):
@@ -93,12 +103,18 @@ def report(name, values, missed):
           f"median {pct(values, .5):.3f}")
 
 
-def main():
+def main(argv):
     qs = [json.loads(l) for l in open(QUESTIONS)]
     chosen = [q for q in qs if q["split"] in ("dev", "train")]
     by_corpus = {}
     for q in chosen:
         by_corpus.setdefault(q["corpus"], []).append(q)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tower", action="append", default=[], metavar="CORPUS=DIR",
+                    help="the query tower's floor instead, from this corpus searched with this model directory")
+    towers = dict(t.split("=", 1) for t in ap.parse_args(argv).tower)
+    if towers:
+        return tower_floor(by_corpus, towers)
     minilm, e5, missed = [], [], {"minilm": 0, "e5": 0}
     stats = {"minilm": {}, "e5": {}}
     for corpus, questions in sorted(by_corpus.items()):
@@ -139,5 +155,20 @@ def main():
               f"{kept_floor:.0%} of them) | within {gap:.3f} of the best (keeps {kept_gap:.0%} of them)")
 
 
+def tower_floor(by_corpus, towers):
+    """The query tower's floor: each corpus with its own held-out tower, MiniLM bundles."""
+    found, missed, stats = [], 0, {}
+    for corpus, models in sorted(towers.items()):
+        values, m = best_cosines(bundle(corpus), by_corpus[corpus], stats, models)
+        report(f"{corpus} (tower {models})", values, m)
+        found.extend(values)
+        missed += m
+    print()
+    report("query tower (all)", found, missed)
+    floor = pct(found, .025)
+    kept = sum(c >= floor for c in stats["non"]) / len(stats["non"])
+    print(f"tower: floor {floor:.3f} (non-answers' median {pct(stats['non'], .5):.3f}; it keeps {kept:.0%} of them)")
+
+
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -11,6 +11,10 @@ Datasets:
                   `--formats html`); a judged a/b.md is a/b.html, a/index.md and a/README.md
                   a/index.html. On request only (it needs MkDocs: the recipes' tools, or
                   $DOCLOUPE_MKDOCS); `docs-html` = every corpus.
+  tuning:<corpus> the questions written to tune the query tower (prebuild/tuning/questions: 220
+                  to 720 per English corpus, one answering page each, any --split). A fair
+                  measure only of a tower that was never tuned on the corpus (a leave-one-corpus-
+                  out fold, `--search-args "--models DIR"`), so on request only.
   titles:<corpus> generated: the exact title of 60 pages per corpus (every page with that exact
                   title is relevant), split dev/test by a hash of the path. A page's title must
                   bring the page itself.
@@ -195,7 +199,7 @@ def main():
             log(f"{name}: no {args.split} queries, skipped")
             continue
         queries = queries[:args.max_queries] if args.max_queries else queries
-        beir = not name.startswith(("docs:", "docs-html:", "docs-x:", "titles:", "typos:"))
+        beir = not name.startswith(("docs:", "docs-html:", "docs-x:", "titles:", "typos:", "tuning:"))
         answer_grade = 1 if beir else 2
         # Typo queries are judged by top-5 hit (the column says Top3 elsewhere).
         typos = name.startswith("typos:")
