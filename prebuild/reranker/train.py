@@ -150,6 +150,75 @@ def optimizer(torch, model, lr, steps):
         opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
     return trainable, opt, sched
 
+
+def update(torch, loss, trainable, opt, sched):
+    """One optimizer step on `loss`: gradients clipped to norm 1.0, then the schedule's."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+    opt.step()
+    sched.step()
+
+
+class LossLog:
+    """The mean loss of every `every` steps and of the last ones, into metrics["loss"] and
+    `log` with the time a step took."""
+
+    def __init__(self, metrics, every, steps, log):
+        self.metrics, self.every, self.steps, self.log = metrics, every, steps, log
+        self.t0, self.window = time.monotonic(), []
+
+    def add(self, step, loss):
+        """Counts step `step`'s loss; True where it reported (the trainers checkpoint there)."""
+        self.window.append(loss)
+        if step % self.every and step != self.steps:
+            return False
+        avg = sum(self.window) / len(self.window)
+        self.metrics["loss"].append([step, round(avg, 4)])
+        rate = (time.monotonic() - self.t0) / len(self.window)
+        self.log(f"step {step}/{self.steps} loss {avg:.4f} ({rate:.2f} s/step)")
+        self.window, self.t0 = [], time.monotonic()
+        return True
+
+
+def resume(torch, ckpt, signature, model, opt, sched, log):
+    """(step, metrics) of the checkpoint at `ckpt` when it was made with the same `signature`
+    (its model, optimizer, schedule and random state loaded); else (0, fresh metrics)."""
+    if os.path.exists(ckpt):
+        c = torch.load(ckpt, weights_only=False)
+        if c["signature"] == signature:
+            model.load_state_dict(c["model"])
+            opt.load_state_dict(c["opt"])
+            sched.load_state_dict(c["sched"])
+            torch.set_rng_state(c["rng"])
+            log(f"resumed at step {c['step']}")
+            return c["step"], c["metrics"]
+        log("checkpoint is from other settings; starting over")
+    return 0, {"heldOutMrrBefore": None, "loss": []}
+
+
+def save_checkpoint(torch, ckpt, signature, model, opt, sched, step, metrics):
+    tmp = ckpt + ".tmp"
+    torch.save({"signature": signature, "model": model.state_dict(), "opt": opt.state_dict(),
+                "sched": sched.state_dict(), "rng": torch.get_rng_state(), "step": step,
+                "metrics": metrics}, tmp)
+    os.replace(tmp, ckpt)
+
+
+def save_run(workdir, model, metrics, skip=None):
+    """WORKDIR/weights.npz (float32, the model's names; those starting with `skip` left out)
+    and WORKDIR/metrics.json, each written whole or not at all."""
+    import numpy as np
+
+    weights = {n: t.detach().numpy().astype(np.float32) for n, t in model.state_dict().items()
+               if not (skip and n.startswith(skip))}
+    tmp = os.path.join(workdir, "weights.tmp.npz")
+    np.savez(tmp, **weights)
+    os.replace(tmp, os.path.join(workdir, "weights.npz"))
+    with open(os.path.join(workdir, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=1)
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("groups")
@@ -230,58 +299,27 @@ def main(argv):
     ckpt = os.path.join(args.workdir, "checkpoint.pt")
     signature = dict(vars(args), groups=os.path.getsize(args.groups), train=len(train))
     signature.pop("workdir")
-    step, metrics = 0, {"heldOutMrrBefore": None, "loss": []}
-    if os.path.exists(ckpt):
-        c = torch.load(ckpt, weights_only=False)
-        if c["signature"] == signature:
-            model.load_state_dict(c["model"])
-            opt.load_state_dict(c["opt"])
-            sched.load_state_dict(c["sched"])
-            torch.set_rng_state(c["rng"])
-            step, metrics = c["step"], c["metrics"]
-            log(f"resumed at step {step}")
-        else:
-            log("checkpoint is from other settings; starting over")
+    step, metrics = resume(torch, ckpt, signature, model, opt, sched, log)
     if metrics["heldOutMrrBefore"] is None:
         metrics["heldOutMrrBefore"] = evaluate()
         log(f"held-out MRR before training: {metrics['heldOutMrrBefore']:.4f}")
 
     loss_fn = torch.nn.CrossEntropyLoss()
-    t0, window = time.monotonic(), []
+    losses = LossLog(metrics, 50, args.steps, log)
     while step < args.steps:
         batch = batch_at(step)
         logits = model(*encode(batch)).view(len(batch), 1 + k)
         loss = loss_fn(logits, torch.zeros(len(batch), dtype=torch.long))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        opt.step()
-        sched.step()
+        update(torch, loss, trainable, opt, sched)
         step += 1
-        window.append(loss.item())
-        if step % 50 == 0 or step == args.steps:
-            avg = sum(window) / len(window)
-            metrics["loss"].append([step, round(avg, 4)])
-            window = []
-            rate = (time.monotonic() - t0) / 50
-            t0 = time.monotonic()
-            log(f"step {step}/{args.steps} loss {avg:.4f} ({rate:.2f} s/step)")
-            tmp = ckpt + ".tmp"
-            torch.save({"signature": signature, "model": model.state_dict(), "opt": opt.state_dict(),
-                        "sched": sched.state_dict(), "rng": torch.get_rng_state(), "step": step,
-                        "metrics": metrics}, tmp)
-            os.replace(tmp, ckpt)
+        if losses.add(step, loss.item()):
+            save_checkpoint(torch, ckpt, signature, model, opt, sched, step, metrics)
 
     metrics["heldOutMrrAfter"] = evaluate()
     metrics.update(layers=args.layers, maxTokens=args.max_tokens, steps=args.steps, batchGroups=args.batch,
                    negatives=k, lr=args.lr, trainGroups=len(train), heldOutGroups=len(held), seed=SEED)
     log(f"held-out MRR after training: {metrics['heldOutMrrAfter']:.4f}")
-    weights = {name: t.detach().numpy().astype(np.float32) for name, t in model.state_dict().items()}
-    tmp = os.path.join(args.workdir, "weights.tmp.npz")
-    np.savez(tmp, **weights)
-    os.replace(tmp, os.path.join(args.workdir, "weights.npz"))
-    with open(os.path.join(args.workdir, "metrics.json"), "w") as f:
-        json.dump(metrics, f, indent=1)
+    save_run(args.workdir, model, metrics)
 
 
 if __name__ == "__main__":

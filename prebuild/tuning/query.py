@@ -30,16 +30,12 @@ WORKDIR/../passages/ caches the base vectors of each corpus's passages, for ever
 
 import argparse
 import hashlib
-import json
 import os
 import sys
 import time
 
-from .. import models
-from ..reranker.train import optimizer
-from .train import batch_at, encoder, tokenizer
-
-SEED = 20261207
+from ..reranker.train import LossLog, optimizer, save_run, update
+from .train import SEED, batch_at, encoder, setup
 
 
 def log(msg):
@@ -67,29 +63,15 @@ def main(argv):
     args = ap.parse_args(argv)
 
     import numpy as np
-    import torch
-    from tokenizers import Tokenizer
 
-    torch.set_num_threads(2)
-    torch.manual_seed(SEED)
-    os.makedirs(args.workdir, exist_ok=True)
-    tokenizer_json, cfg, tensors = models.load_backbone(models.cache_dir())
-    qtok = tokenizer(Tokenizer, tokenizer_json, args.q_tokens)
-    ptok = tokenizer(Tokenizer, tokenizer_json, args.p_tokens)
-
-    langs = set(args.langs.split(","))
+    torch, cfg, tensors, qtok, ptok, encode, groups = setup(args.workdir, args.groups, args.langs,
+                                                             args.q_tokens, args.p_tokens)
     kinds = set(args.kinds.split(",")) if args.kinds else None
-    groups = [json.loads(line) for line in open(args.groups, encoding="utf-8")]
-    groups = [g for g in groups if g["lang"] in langs]
     train = [g for g in groups if g["corpus"] not in args.hold and (kinds is None or g["kind"] in kinds)]
     if args.passes:
         args.steps = max(1, round(args.passes * len(train) / args.batch))
     log(f"{len(train)} training groups ({', '.join(args.hold) or 'none'} held out); "
         f"{args.steps} steps x {args.batch} queries, pool {args.pool}")
-
-    def encode(tok, texts):
-        enc = tok.encode_batch(texts)
-        return torch.tensor([e.ids for e in enc]), torch.tensor([e.attention_mask for e in enc])
 
     # The passages, once, with the base model: every text the training groups hold, in a
     # fixed order (sorted by corpus, then text) so that a corpus is one range of rows. Each
@@ -129,8 +111,8 @@ def main(argv):
     trainable, opt, sched = optimizer(torch, model, args.lr, args.steps)
 
     NEG = float("-inf")
-    metrics = {"loss": []}
-    t0, window, step = time.monotonic(), [], 0
+    metrics, step = {"loss": []}, 0
+    losses = LossLog(metrics, 100, args.steps, log)
     model.train()
     while step < args.steps:
         batch = batch_at(train, args.batch, step)
@@ -161,27 +143,12 @@ def main(argv):
             with torch.no_grad():
                 q0 = base_embed(ids, mask)
             loss = loss + args.anchor * ((q - q0) ** 2).sum(-1).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        opt.step()
-        sched.step()
+        update(torch, loss, trainable, opt, sched)
         step += 1
-        window.append(loss.item())
-        if step % 100 == 0 or step == args.steps:
-            avg = sum(window) / len(window)
-            metrics["loss"].append([step, round(avg, 4)])
-            log(f"step {step}/{args.steps} loss {avg:.4f} ({(time.monotonic() - t0) / len(window):.2f} s/step)")
-            window, t0 = [], time.monotonic()
+        losses.add(step, loss.item())
 
     metrics.update(vars(args), trainGroups=len(train), passages=len(texts), seed=SEED)
-    weights = {n: t.detach().numpy().astype(np.float32) for n, t in model.state_dict().items()
-               if not n.startswith("classifier.")}
-    tmp = os.path.join(args.workdir, "weights.tmp.npz")
-    np.savez(tmp, **weights)
-    os.replace(tmp, os.path.join(args.workdir, "weights.npz"))
-    with open(os.path.join(args.workdir, "metrics.json"), "w") as f:
-        json.dump(metrics, f, indent=1)
+    save_run(args.workdir, model, metrics, skip="classifier.")
 
 
 if __name__ == "__main__":

@@ -25,10 +25,9 @@ import json
 import os
 import random
 import sys
-import time
 
 from .. import models
-from ..reranker.train import build_model, optimizer
+from ..reranker.train import LossLog, build_model, optimizer, resume, save_checkpoint, save_run, update
 
 SEED = 20261207
 
@@ -79,6 +78,30 @@ def tokenizer(Tokenizer, tokenizer_json, window):
     return tok
 
 
+def setup(workdir, groups_path, langs, q_tokens, p_tokens):
+    """What both tuning trainers start from: (torch seeded with SEED on 2 threads, the pinned
+    backbone's config and tensors, the question and passage tokenizers, `encode(tok, texts)` →
+    (ids, mask), the groups whose question is in one of the comma-listed `langs`)."""
+    import torch
+    from tokenizers import Tokenizer
+
+    torch.set_num_threads(2)
+    torch.manual_seed(SEED)
+    os.makedirs(workdir, exist_ok=True)
+    tokenizer_json, cfg, tensors = models.load_backbone(models.cache_dir())
+    qtok = tokenizer(Tokenizer, tokenizer_json, q_tokens)
+    ptok = tokenizer(Tokenizer, tokenizer_json, p_tokens)
+
+    def encode(tok, texts):
+        enc = tok.encode_batch(texts)
+        return torch.tensor([e.ids for e in enc]), torch.tensor([e.attention_mask for e in enc])
+
+    keep = set(langs.split(","))
+    with open(groups_path, encoding="utf-8") as f:
+        groups = [g for g in map(json.loads, f) if g["lang"] in keep]
+    return torch, cfg, tensors, qtok, ptok, encode, groups
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("groups")
@@ -93,21 +116,10 @@ def main(argv):
     ap.add_argument("--langs", default="en", help="languages of the queries kept (en, ru, en,ru)")
     args = ap.parse_args(argv)
 
-    import numpy as np
-    import torch
-    from tokenizers import Tokenizer
-
-    torch.set_num_threads(2)
-    torch.manual_seed(SEED)
-    os.makedirs(args.workdir, exist_ok=True)
-    tokenizer_json, cfg, tensors = models.load_backbone(models.cache_dir())
-    qtok = tokenizer(Tokenizer, tokenizer_json, args.q_tokens)
-    ptok = tokenizer(Tokenizer, tokenizer_json, args.p_tokens)
+    torch, cfg, tensors, qtok, ptok, encode, groups = setup(args.workdir, args.groups, args.langs,
+                                                             args.q_tokens, args.p_tokens)
     model, embed = encoder(torch, cfg, tensors)
 
-    langs = set(args.langs.split(","))
-    groups = [json.loads(line) for line in open(args.groups, encoding="utf-8")]
-    groups = [g for g in groups if g["lang"] in langs]
     # The held-out corpora's written questions (at most 400): the reader's words, not
     # headings, are what the tuning is for.
     held = [g for g in groups if g["corpus"] in args.hold and g["kind"] == "written"][:400]
@@ -115,10 +127,6 @@ def main(argv):
     k = args.negatives
     log(f"{len(train)} training groups, {len(held)} held out ({', '.join(args.hold) or 'none'}); "
         f"{args.steps} steps x {args.batch} groups x (1 + {k}) passages")
-
-    def encode(tok, texts):
-        enc = tok.encode_batch(texts)
-        return torch.tensor([e.ids for e in enc]), torch.tensor([e.attention_mask for e in enc])
 
     def scores(batch):
         q = embed(*encode(qtok, [g["query"] for g in batch]))
@@ -148,56 +156,26 @@ def main(argv):
     ckpt = os.path.join(args.workdir, "checkpoint.pt")
     signature = dict(vars(args), groups=os.path.getsize(args.groups), train=len(train))
     signature.pop("workdir")
-    step, metrics = 0, {"heldOutMrrBefore": None, "loss": []}
-    if os.path.exists(ckpt):
-        c = torch.load(ckpt, weights_only=False)
-        if c["signature"] == signature:
-            model.load_state_dict(c["model"])
-            opt.load_state_dict(c["opt"])
-            sched.load_state_dict(c["sched"])
-            torch.set_rng_state(c["rng"])
-            step, metrics = c["step"], c["metrics"]
-            log(f"resumed at step {step}")
+    step, metrics = resume(torch, ckpt, signature, model, opt, sched, log)
     if metrics["heldOutMrrBefore"] is None and held:
         metrics["heldOutMrrBefore"] = evaluate()
         log(f"held-out MRR before: {metrics['heldOutMrrBefore']:.4f}")
 
     loss_fn = torch.nn.CrossEntropyLoss()
-    t0, window = time.monotonic(), []
+    losses = LossLog(metrics, 50, args.steps, log)
     while step < args.steps:
         batch = batch_at(train, args.batch, step)
-        logits = scores(batch)
-        loss = loss_fn(logits, torch.arange(len(batch)))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        opt.step()
-        sched.step()
+        loss = loss_fn(scores(batch), torch.arange(len(batch)))
+        update(torch, loss, trainable, opt, sched)
         step += 1
-        window.append(loss.item())
-        if step % 50 == 0 or step == args.steps:
-            avg = sum(window) / len(window)
-            metrics["loss"].append([step, round(avg, 4)])
-            rate = (time.monotonic() - t0) / len(window)
-            window, t0 = [], time.monotonic()
-            log(f"step {step}/{args.steps} loss {avg:.4f} ({rate:.2f} s/step)")
-            tmp = ckpt + ".tmp"
-            torch.save({"signature": signature, "model": model.state_dict(), "opt": opt.state_dict(),
-                        "sched": sched.state_dict(), "rng": torch.get_rng_state(), "step": step,
-                        "metrics": metrics}, tmp)
-            os.replace(tmp, ckpt)
+        if losses.add(step, loss.item()):
+            save_checkpoint(torch, ckpt, signature, model, opt, sched, step, metrics)
 
     if held:
         metrics["heldOutMrrAfter"] = evaluate()
         log(f"held-out MRR after: {metrics['heldOutMrrAfter']:.4f}")
     metrics.update(vars(args), trainGroups=len(train), heldOutGroups=len(held), seed=SEED)
-    weights = {n: t.detach().numpy().astype(np.float32) for n, t in model.state_dict().items()
-               if not n.startswith("classifier.")}
-    tmp = os.path.join(args.workdir, "weights.tmp.npz")
-    np.savez(tmp, **weights)
-    os.replace(tmp, os.path.join(args.workdir, "weights.npz"))
-    with open(os.path.join(args.workdir, "metrics.json"), "w") as f:
-        json.dump(metrics, f, indent=1)
+    save_run(args.workdir, model, metrics, skip="classifier.")
 
 
 if __name__ == "__main__":
