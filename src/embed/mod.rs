@@ -143,8 +143,8 @@ pub const QUERY_TOWER_FILE: &str = "query.int8.onnx";
 pub enum QueryModel {
     /// The docs-tuned query tower where one is installed.
     Docs,
-    /// The model the bundle was built with, as it is: the default until `make bench-quality`'s
-    /// test figures through the whole pipeline show the tower better.
+    /// The model the bundle was built with, as it is: the default until the whole pipeline
+    /// with the tower beats it on every held-out site (docs/models.md).
     #[default]
     Base,
 }

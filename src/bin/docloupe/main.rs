@@ -302,6 +302,24 @@ pub(crate) enum QueryModelArg {
     Base,
 }
 
+impl From<QueryModelArg> for QueryModel {
+    fn from(arg: QueryModelArg) -> QueryModel {
+        match arg {
+            QueryModelArg::Docs => QueryModel::Docs,
+            QueryModelArg::Base => QueryModel::Base,
+        }
+    }
+}
+
+impl From<QueryModel> for QueryModelArg {
+    fn from(model: QueryModel) -> QueryModelArg {
+        match model {
+            QueryModel::Docs => QueryModelArg::Docs,
+            QueryModel::Base => QueryModelArg::Base,
+        }
+    }
+}
+
 impl ModelArgs {
     /// The query model these flags (or `$DOCLOUPE_QUERY_MODEL`) choose.
     pub(crate) fn query_model(&self) -> Result<QueryModel> {
@@ -315,10 +333,7 @@ impl ModelArgs {
                 _ => QueryModelArg::Base,
             },
         };
-        Ok(match arg {
-            QueryModelArg::Docs => QueryModel::Docs,
-            QueryModelArg::Base => QueryModel::Base,
-        })
+        Ok(arg.into())
     }
 
     /// The engine settings these flags choose.
@@ -635,10 +650,7 @@ pub(crate) fn load_engine(config: &daemon::Config) -> Result<Engine> {
             true => PolicyArg::ErrorOnTotalFailure,
             false => PolicyArg::ReturnHybridCandidates,
         },
-        query_model: Some(match config.query_model {
-            QueryModel::Docs => QueryModelArg::Docs,
-            QueryModel::Base => QueryModelArg::Base,
-        }),
+        query_model: Some(config.query_model.into()),
     };
     let engine = second_stage(engine.with_options(flags.engine_options()), &flags)?;
     if let Some(cache) = unkept {
