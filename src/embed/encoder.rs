@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokenizers::{Encoding, Tokenizer};
 use tract_onnx::prelude::*;
 
+use super::bert::{self, Bert};
 use super::unigram::CompactTokenizer;
 use super::{normalize, ModelFiles, ModelInfo};
 use crate::error::{Error, Result};
@@ -54,11 +55,21 @@ pub struct Embedder {
     max_tokens: usize,
     query_prefix: String,
     passage_prefix: String,
-    plan: Arc<TypedRunnableModel>,
+    runtime: Runtime,
     /// A query tower ([`super::QUERY_TOWER_OF_MODEL`]): it embeds questions only.
     query_only: bool,
     /// The vectors of the queries embedded last.
     queries: KeptQueries,
+}
+
+/// What runs the graph: tract's optimized plan (f32 weights, tract's kernels for this CPU), or
+/// [`Bert`] over the int8 weights as the file holds them. Wasm and the portable kernels take
+/// [`Bert`] for every `build_model` int8 file: a quarter of the memory, and the same bits on
+/// every target. Natively the fast kernels stay tract's, whose AVX2/FMA matmul embeds a
+/// build's passages faster.
+enum Runtime {
+    Tract(Arc<TypedRunnableModel>),
+    Int8(Box<Bert>),
 }
 
 /// The vectors of the last queries embedded, by their text: the second page of a search, the
@@ -100,24 +111,37 @@ impl Embedder {
     }
 
     fn load(files: &ModelFiles, onnx: Cow<[u8]>, tokenizer_json: &[u8]) -> Result<Embedder> {
-        // The graph's parse and optimization (E5: about 0.75 s) on one core; the tokenizer
-        // (0.13 s) and both files' sha256 (0.08 s) beside it, natively.
         let query_only = super::is_query_tower(&onnx);
         let side = || {
             let tokenizer = Tokenizing::load(tokenizer_json);
             let (sha256, tokenizer_sha256) = super::identity(&onnx, tokenizer_json);
             (tokenizer, sha256, tokenizer_sha256)
         };
-        let decode = || decode_onnx(&onnx);
-        #[cfg(not(target_arch = "wasm32"))]
-        let ((tokenizer, sha256, tokenizer_sha256), proto) = rayon::join(side, decode);
-        #[cfg(target_arch = "wasm32")]
-        let ((tokenizer, sha256, tokenizer_sha256), proto) = (side(), decode());
-        drop(onnx);
-        let plan = proto
-            .and_then(plan_for_proto)
-            .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")));
-        let (tokenizer, plan) = (tokenizer?, plan?);
+        let (tokenizer, sha256, tokenizer_sha256, runtime) = if int8_runtime(&onnx) {
+            let (tokenizer, sha256, tokenizer_sha256) = side();
+            // Owned bytes become the weights' storage without a copy.
+            let bert = Bert::load(bytes::Bytes::from(onnx.into_owned()))?;
+            (
+                tokenizer,
+                sha256,
+                tokenizer_sha256,
+                Runtime::Int8(Box::new(bert)),
+            )
+        } else {
+            // The graph's parse and optimization (E5: about 0.75 s) on one core; the tokenizer
+            // (0.13 s) and both files' sha256 (0.08 s) beside it, natively.
+            let decode = || decode_onnx(&onnx);
+            #[cfg(not(target_arch = "wasm32"))]
+            let ((tokenizer, sha256, tokenizer_sha256), proto) = rayon::join(side, decode);
+            #[cfg(target_arch = "wasm32")]
+            let ((tokenizer, sha256, tokenizer_sha256), proto) = (side(), decode());
+            drop(onnx);
+            let plan = proto
+                .and_then(plan_for_proto)
+                .map_err(|e| Error::Model(format!("ONNX model does not load: {e:#}")))?;
+            (tokenizer, sha256, tokenizer_sha256, Runtime::Tract(plan))
+        };
+        let tokenizer = tokenizer?;
         let mut embedder = Embedder {
             info: ModelInfo {
                 id: files.id.clone(),
@@ -130,7 +154,7 @@ impl Embedder {
             max_tokens: files.max_tokens.max(2),
             query_prefix: files.query_prefix.clone(),
             passage_prefix: files.passage_prefix.clone(),
-            plan,
+            runtime,
             query_only,
             queries: KeptQueries::default(),
         };
@@ -223,20 +247,23 @@ impl Embedder {
         let enc = self.encode(text)?;
         let seq = enc.len().max(1);
         let mask = enc.get_attention_mask();
-        let outputs = run_encoding(&self.plan, &enc)?;
-        let hidden = outputs[0]
-            .to_plain_array_view::<f32>()
-            .map_err(|e| Error::Model(e.to_string()))?;
-        let shape = hidden.shape().to_vec();
-        if shape.len() != 3 || shape[0] != 1 || shape[1] != seq {
-            return Err(Error::Model(format!(
-                "unexpected output shape {shape:?}, want [1, {seq}, dims]"
-            )));
-        }
-        let dims = shape[2];
-        let hidden = hidden
-            .as_slice()
-            .ok_or_else(|| Error::Model("output is not contiguous".into()))?;
+        let hidden = match &self.runtime {
+            Runtime::Int8(bert) => bert.run(enc.get_ids(), enc.get_type_ids(), mask)?,
+            Runtime::Tract(plan) => {
+                let outputs = run_encoding(plan, &enc)?;
+                let hidden = outputs[0]
+                    .to_plain_array_view::<f32>()
+                    .map_err(|e| Error::Model(e.to_string()))?;
+                let shape = hidden.shape().to_vec();
+                if shape.len() != 3 || shape[0] != 1 || shape[1] != seq {
+                    return Err(Error::Model(format!(
+                        "unexpected output shape {shape:?}, want [1, {seq}, dims]"
+                    )));
+                }
+                hidden.iter().copied().collect()
+            }
+        };
+        let dims = hidden.len() / seq;
         // Mean over the real tokens (the mask is all ones without padding, but honour it).
         let mut v = vec![0f32; dims];
         let mut n = 0f32;
@@ -259,6 +286,12 @@ impl Embedder {
     pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         texts.iter().map(|t| self.embed(t)).collect()
     }
+}
+
+/// Whether this process runs `onnx` on [`Bert`] (see [`Runtime`]).
+fn int8_runtime(onnx: &[u8]) -> bool {
+    bert::runs(onnx)
+        && (cfg!(target_arch = "wasm32") || super::kernels() == super::Kernels::Portable)
 }
 
 /// The three BERT inputs, in the order every docloupe graph takes them (prebuild/models.py

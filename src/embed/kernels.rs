@@ -3,10 +3,12 @@
 //! tract picks its matmul, exp and softmax kernels per instruction set: FMA/AVX on x86-64,
 //! simd128 on wasm32. They sum and round differently, so the same model gives answers that
 //! differ in the last bits between a server and a browser (|Δ| ~1e-6). The *portable* kernels
-//! are tract's generic Rust code, compiled the same way for every target: natively they are
-//! chosen by taking every x86-64 feature out of tract's instruction-set probe, in wasm by
-//! building without simd128 (`www/pkg/portable`). With them native and wasm answers are
-//! byte-identical, at 2–4× the inference time (`docs/measurements/2026-11-26-wasm-builds-and-parity.md`).
+//! give the same bits everywhere: the embedding model runs on [`super::bert`], whose sums have
+//! one order on every target (as it always does in wasm), and the reranker on tract's generic
+//! Rust code, chosen natively by taking every x86-64 feature out of tract's instruction-set
+//! probe and in wasm by building without simd128 (`www/pkg/portable`). With them native and
+//! wasm answers are byte-identical, the reranker at 2–4× its inference time
+//! (`docs/measurements/2026-11-26-wasm-builds-and-parity.md`).
 
 use crate::error::{Error, Result};
 

@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 
 #[cfg(feature = "models")]
+mod bert;
+#[cfg(feature = "models")]
 mod encoder;
 #[cfg(feature = "models")]
 mod kernels;
