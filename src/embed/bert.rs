@@ -250,9 +250,10 @@ fn matmul_i8(x: &[f32], q: &[u8], inputs: usize, outputs: usize, y: &mut [f32]) 
             let row = |r: usize| &x[(t0 + r.min(tile - 1)) * inputs..][..inputs];
             let (x0, x1, x2, x3) = (row(0), row(1), row(2), row(3));
             let mut acc = [V::zero(); 2 * TOKENS];
-            for (i, w) in panel.chunks_exact(OUTPUTS).enumerate() {
+            let xs = x0.iter().zip(x1).zip(x2).zip(x3);
+            for ((((&a0, &a1), &a2), &a3), w) in xs.zip(panel.chunks_exact(OUTPUTS)) {
                 let (w0, w1) = (V::load(&w[..4]), V::load(&w[4..]));
-                for (r, a) in [x0[i], x1[i], x2[i], x3[i]].into_iter().enumerate() {
+                for (r, a) in [a0, a1, a2, a3].into_iter().enumerate() {
                     let a = V::splat(a);
                     acc[2 * r] = acc[2 * r].add_product(a, w0);
                     acc[2 * r + 1] = acc[2 * r + 1].add_product(a, w1);
