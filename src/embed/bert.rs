@@ -85,10 +85,8 @@ impl Tensors {
             INT8 => 1,
             _ => 8,
         };
-        if t.data_type != data_type
-            || got != want
-            || t.raw_data.len() != dims.iter().product::<usize>() * width
-        {
+        let bytes = dims.iter().try_fold(width, |a: usize, &d| a.checked_mul(d));
+        if t.data_type != data_type || got != want || Some(t.raw_data.len()) != bytes {
             return Err(bad(format!(
                 "{name}: type {} shape {got:?} with {} bytes; expected type {data_type} shape \
                  {want:?}",
@@ -164,7 +162,7 @@ struct Dense {
     inputs: usize,
     outputs: usize,
     /// The file's [inputs][outputs] weights rearranged in place into strips of [`OUTPUTS`]
-    /// columns, each strip [inputs][its columns] (see [`Bert::load`]), so that
+    /// columns, each strip [inputs][its columns] (see [`Bert::into_strips`]), so that
     /// [`matmul_i8`] reads each strip front to back.
     q: Bytes,
     scale: Vec<f32>,
