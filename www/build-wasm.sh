@@ -2,9 +2,10 @@
 # Builds the engine's wasm packages into www/pkg/ (git-ignored):
 #   www/pkg/lexical  no models (no tract, no tokenizers): answers fulltext from the first bytes;
 #                    it inflates whole bundles through www/pkg/inflate/inflate.wasm (built with it)
-#   www/pkg/full     the embedding and rerank models too, on tract's simd128 kernels
-#   www/pkg/portable the same without simd128: tract's generic kernels, whose answers equal the
-#                    native engine's on `--kernels portable` byte for byte (2–4× slower)
+#   www/pkg/full     the embedding and rerank models too, on simd128 (the embedding model on
+#                    src/embed/bert.rs, the reranker on tract)
+#   www/pkg/portable the same without simd128, whose answers equal the native engine's on
+#                    `--kernels portable` byte for byte (2–4× slower)
 # Each: cargo (cdylib with LTO; cargo ignores LTO for the cdylib+rlib crate type) →
 # wasm-bindgen --target web (one glue for pages, Web Workers, Node and Cloudflare Workers) →
 # wasm-opt from npm's binaryen (Debian's v108 breaks wasm-bindgen 0.2.130 output); the glue

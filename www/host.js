@@ -20,7 +20,7 @@
 // Whole bundles: their sections are deflated, and the lexical build inflates them through the
 // small pkg/inflate module (inflate.js), which split bundles never need.
 //
-// Kernels: the full build runs tract's simd128 kernels ("fast", default); `kernels: "portable"`
+// Kernels: the full build runs the models on simd128 ("fast", default); `kernels: "portable"`
 // loads pkg/portable instead, built without simd128, whose answers equal the native engine's
 // on `--kernels portable` byte for byte (2–4× slower inference).
 

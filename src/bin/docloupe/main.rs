@@ -161,8 +161,8 @@ struct SearchArgs {
     /// text (for a terminal), markdown (for a chat) or json (search_documents' shape).
     #[arg(long, short = 'f', value_enum, default_value = "text")]
     format: Format,
-    /// Model arithmetic: fast (this CPU's SIMD kernels) or portable (tract's generic kernels,
-    /// whose answers equal the portable wasm package's byte for byte; 2–4× slower).
+    /// Model arithmetic: fast (this CPU's SIMD kernels) or portable (the same sums on every
+    /// machine, whose answers equal the portable wasm package's byte for byte; 2–4× slower).
     #[arg(long, default_value = "fast")]
     kernels: docloupe::embed::Kernels,
     #[command(flatten)]
