@@ -8,7 +8,7 @@
 // assets, R2 or KV (wrangler.toml). Deployed as worker-models.js (which hands it the full wasm
 // build) with MODELS_PATH (the embedding model's folder on the same binding), it is the full
 // build with the model: hybrid and semantic answered as natively
-// (MiniLM: 88 MiB of the isolate's 128 MB; the model's bytes are let go once loaded). Without
+// (MiniLM: 34 MiB of the isolate's 128 MB; the model's bytes are let go once loaded). Without
 // it, or when the model cannot load, it is the lexical build, and semantic and hybrid requests
 // are answered from the lexical index with `fallbackApplied: true, degradedReason:
 // "models_unavailable"`. A split bundle (BUNDLE_PATH ending in "/") is read
@@ -109,7 +109,7 @@ const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart
 /**
  * What a split bundle's shards may hold once the models are in: Cloudflare gives an isolate
  * 128 MB for its JavaScript heap and its wasm memory together, and the wasm memory already
- * holds the model and the vectors (MiniLM and cpp-docs' vectors: 111 MiB). The shards take
+ * holds the model and the vectors (MiniLM and cpp-docs' vectors: 102 MiB). The shards take
  * what is left less HEADROOM_BYTES (the JS heap, a search's own allocations, and the shards'
  * decoded form, larger than their files), at least 2 MiB, and never more than
  * BUNDLE_MEMORY_BYTES.

@@ -181,7 +181,7 @@ console.log('\nmodels on the wire (brotli 11; ONNX + tokenizer):');
 for (const m of wire) console.log(`  ${m.name.padEnd(40)} ${mb(m.brotli[0] + m.brotli[1]).padStart(10)} (${mb(m.brotli[0])} + ${mb(m.brotli[1])}; raw ${mb(m.raw[0] + m.raw[1])})`);
 
 console.log(`\nquery embedding, same ${queries.length} queries, same token ids:`);
-console.log(`  docloupe (tract, int8, wasm simd128): p50 ${ms(ours.hybrid.embed.medianMs)}, p95 ${ms(ours.hybrid.embed.p95Ms)}`);
+console.log(`  docloupe (bert.rs, int8 weights, wasm simd128; tokenizing included): p50 ${ms(ours.hybrid.embed.medianMs)}, p95 ${ms(ours.hybrid.embed.p95Ms)}`);
 console.log(`  onnxruntime-web ${ort.ortVersion} (wasm, 1 thread, fp32): p50 ${ms(ort.medianMs)}, p95 ${ms(ort.p95Ms)}; load ${ms(ort.modelLoadMs)}, ${mb(ort.loadBytes)}`);
 console.log(`  ratio ours/ORT-web (p50): ${(ours.hybrid.embed.medianMs / ort.medianMs).toFixed(2)}×  (goal ≤ 1.0×)`);
 
