@@ -111,7 +111,7 @@ impl Tensors {
         Ok(self.floats(name, if one { &[1] } else { &[] })?[0])
     }
 
-    /// An f32 tensor whose shape is read from the file (its rank checked).
+    /// A tensor's shape as the file gives it (its rank and sizes checked).
     fn shape_of(&self, name: &str, rank: usize) -> Result<Vec<usize>> {
         let t = self
             .0
